@@ -1,0 +1,1 @@
+"""Kopf controller for Sluice StreamJob and Savepoint resources."""

@@ -1,0 +1,1 @@
+"""Sluice: streaming jobs with Flink finishing semantics, on Spark."""
