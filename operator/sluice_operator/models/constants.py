@@ -1,0 +1,34 @@
+"""Names shared by the CRDs, the manifests and the handlers."""
+
+from __future__ import annotations
+
+GROUP = "sluice.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+STREAMJOB_KIND = "StreamJob"
+STREAMJOB_PLURAL = "streamjobs"
+STREAMJOB_SINGULAR = "streamjob"
+STREAMJOB_SHORT_NAMES = ["sj"]
+
+SAVEPOINT_KIND = "Savepoint"
+SAVEPOINT_PLURAL = "savepoints"
+SAVEPOINT_SINGULAR = "savepoint"
+SAVEPOINT_SHORT_NAMES = ["sp"]
+
+FINALIZER = f"{GROUP}/finalizer"
+
+LABEL_JOB = f"{GROUP}/job"
+LABEL_ROLE = f"{GROUP}/role"
+LABEL_TRIGGER = f"{GROUP}/trigger"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "sluice-operator"
+
+ROLE_COORDINATOR = "coordinator"
+ROLE_TASKMANAGER = "taskmanager"
+
+ANNOTATION_JOB_ID = f"{GROUP}/job-id"
+ANNOTATION_SPEC_HASH = f"{GROUP}/spec-hash"
+ANNOTATION_RESTORED_FROM = f"{GROUP}/restored-from"
+
+REST_PORT = 8081

@@ -1,0 +1,103 @@
+"""`StreamJob.status`: what the operator observed, written only by the operator."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from ._base import StatusModel
+
+
+class LifecycleState(StrEnum):
+    CREATED = "Created"
+    DEPLOYING = "Deploying"
+    RUNNING = "Running"
+    STOPPING = "Stopping"
+    SUSPENDED = "Suspended"
+    FINISHED = "Finished"
+    FAILED = "Failed"
+    UPGRADING = "Upgrading"
+    DELETING = "Deleting"
+
+
+class ConditionType(StrEnum):
+    READY = "Ready"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+
+
+class Condition(StatusModel):
+    """A Kubernetes-style condition; `lastTransitionTime` changes only when `status` changes."""
+
+    type: str
+    status: str = Field(description="True, False or Unknown.")
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class SubtaskCounts(StatusModel):
+    running: int = 0
+    finished: int = 0
+    total: int = 0
+
+
+class JobStatus(StatusModel):
+    """The current (or last) run of the job as the coordinator or the job result store reports it."""
+
+    id: str | None = None
+    state: str | None = Field(
+        default=None, description="CREATED, RUNNING, RESTARTING, FINISHED, FAILED, CANCELED."
+    )
+    subtasks: SubtaskCounts | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    restarts: int | None = None
+    restored_from: str | None = Field(
+        default=None, description="Savepoint or checkpoint this run started from."
+    )
+
+
+class CheckpointInfo(StatusModel):
+    id: int
+    path: str
+    time: str | None = None
+    kind: str = "checkpoint"
+    operators: int | None = Field(default=None, description="Operators in the checkpoint.")
+    fully_finished_operators: list[str] = Field(default_factory=list)
+    all_operators_finished: bool = False
+
+
+class SavepointKind(StrEnum):
+    MANUAL = "manual"
+    PERIODIC = "periodic"
+    SUSPEND = "suspend"
+    TERMINATE = "terminate"
+    UPGRADE = "upgrade"
+    DELETION = "deletion"
+
+
+class SavepointInfo(StatusModel):
+    name: str | None = Field(default=None, description="The Savepoint object, when there is one.")
+    path: str
+    time: str | None = None
+    kind: str | None = None
+
+
+class StreamJobStatus(StatusModel):
+    lifecycle_state: LifecycleState = LifecycleState.CREATED
+    job: JobStatus | None = None
+    last_checkpoint: CheckpointInfo | None = None
+    last_savepoint: SavepointInfo | None = None
+    savepoint_history: list[SavepointInfo] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list)
+    observed_generation: int | None = None
+    error: str | None = None
+    last_reconciled_spec: str | None = Field(
+        default=None, description=("JSON of the spec the current run was deployed with.")
+    )
+    last_stable_spec: str | None = Field(
+        default=None, description=("JSON of the last spec whose run reached Running (or finished).")
+    )
