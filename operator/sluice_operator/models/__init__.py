@@ -1,7 +1,8 @@
 """Pydantic models of the `StreamJob` and `Savepoint` resources; the CRDs are generated from them."""
 
 from ._base import DURATION_HINT, URI_HINT, duration_ms
-from .constants import API_VERSION, GROUP, VERSION
+from .config import ConfigError, OperatorConfig
+from .constants import API_VERSION, GROUP, REST_PORT, VERSION
 from .savepoint import SavepointSpec, SavepointState, SavepointStatus, StopMode
 from .status import (
     CheckpointInfo,
@@ -30,16 +31,19 @@ __all__ = [
     "API_VERSION",
     "DURATION_HINT",
     "GROUP",
+    "REST_PORT",
     "URI_HINT",
     "VERSION",
     "CheckpointInfo",
     "CheckpointSpec",
     "Condition",
     "ConditionType",
+    "ConfigError",
     "CoordinatorSpec",
     "JobState",
     "JobStatus",
     "LifecycleState",
+    "OperatorConfig",
     "PipelineSpec",
     "Resources",
     "SavepointInfo",

@@ -1,0 +1,51 @@
+"""Pure builders: StreamJob spec (and a run's job id and restore point) -> Kubernetes manifests."""
+
+from ._common import (
+    Manifest,
+    Owner,
+    config_map_name,
+    coordinator_name,
+    driver_account_name,
+    labels,
+    merge_pod,
+    rest_service_name,
+    taskmanager_prefix,
+)
+from .coordinator import config_map, coordinator_pod, rest_service
+from .coordinator_args import OPERATOR_SPARK_KEYS, executor_resources, sluice_run_args, spark_conf
+from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
+from .run import Run, checkpoint_dir, deployed_spec_json, expand, savepoint_dir, spec_hash
+from .savepoint import operator_savepoint, savepoint_name
+from .taskmanager import taskmanager_pod_template
+
+__all__ = [
+    "DRIVER_RULES",
+    "OPERATOR_SPARK_KEYS",
+    "Manifest",
+    "Owner",
+    "Run",
+    "checkpoint_dir",
+    "config_map",
+    "config_map_name",
+    "coordinator_name",
+    "coordinator_pod",
+    "deployed_spec_json",
+    "driver_account_name",
+    "driver_role",
+    "driver_role_binding",
+    "driver_service_account",
+    "executor_resources",
+    "expand",
+    "labels",
+    "merge_pod",
+    "operator_savepoint",
+    "rest_service",
+    "rest_service_name",
+    "savepoint_dir",
+    "savepoint_name",
+    "sluice_run_args",
+    "spark_conf",
+    "spec_hash",
+    "taskmanager_pod_template",
+    "taskmanager_prefix",
+]

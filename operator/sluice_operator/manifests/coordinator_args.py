@@ -1,0 +1,174 @@
+"""The one place that knows how the coordinator container calls the runtime.
+
+The container runs the image entrypoint in `coordinator` mode, which runs `sluice run` with the rest of
+the arguments (docs/reference/cli.md). Pod-dependent values use Kubernetes' `$(VAR)` expansion of
+container args, which the kubelet resolves from the container's environment (POD_NAME and POD_IP come
+from the downward API, KUBERNETES_SERVICE_HOST/PORT from the kubelet itself).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from sluice_operator.models import REST_PORT, Resources
+
+from ._common import taskmanager_prefix
+from .run import Run
+
+TASKMANAGER_TEMPLATE_DIR = "/etc/sluice"
+TASKMANAGER_TEMPLATE_FILE = "taskmanager-pod.yaml"
+TASKMANAGER_TEMPLATE_PATH = f"{TASKMANAGER_TEMPLATE_DIR}/{TASKMANAGER_TEMPLATE_FILE}"
+TASKMANAGER_CONTAINER = "taskmanager"
+COORDINATOR_CONTAINER = "coordinator"
+DRIVER_PORT = 7078
+BLOCK_MANAGER_PORT = 7079
+
+# Spark settings the operator owns: a StreamJob's sparkConf may not override them.
+OPERATOR_SPARK_KEYS = frozenset(
+    {
+        "spark.master",
+        "spark.submit.deployMode",
+        "spark.kubernetes.namespace",
+        "spark.kubernetes.driver.pod.name",
+        "spark.driver.host",
+        "spark.driver.bindAddress",
+        "spark.driver.port",
+        "spark.blockManager.port",
+        "spark.kubernetes.executor.podNamePrefix",
+        "spark.kubernetes.executor.podTemplateFile",
+        "spark.kubernetes.executor.podTemplateContainerName",
+        "spark.kubernetes.container.image",
+        "spark.executor.instances",
+        "spark.dynamicAllocation.enabled",
+    }
+)
+
+_MEMORY_UNITS = {
+    "": 1 / 2**20,
+    "k": 1e3 / 2**20,
+    "M": 1e6 / 2**20,
+    "G": 1e9 / 2**20,
+    "T": 1e12 / 2**20,
+    "Ki": 1 / 1024,
+    "Mi": 1,
+    "Gi": 1024,
+    "Ti": 1024**2,
+}
+_QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
+
+
+def sluice_run_args(run: Run) -> list[str]:
+    """Arguments after the entrypoint mode: `coordinator <these>` becomes `sluice run <these>`."""
+    spec = run.spec
+    pipeline = spec.pipeline.file if spec.pipeline.file is not None else spec.pipeline.module
+    assert pipeline is not None  # the model requires one of them
+    args = [pipeline]
+    for key, value in spec.pipeline.args.items():
+        args += ["--arg", f"{key}={run.expand(value)}"]
+    args += [
+        "--job-id",
+        run.job_id,
+        "--parallelism",
+        str(spec.parallelism),
+        "--taskmanagers",
+        str(spec.task_managers.replicas),
+        "--checkpoint-dir",
+        run.checkpoint_dir,
+        "--checkpoint-interval",
+        spec.checkpoints.interval,
+        "--checkpoint-timeout",
+        spec.checkpoints.timeout,
+        "--checkpoints-retained",
+        str(spec.checkpoints.retained),
+        "--min-pause",
+        spec.checkpoints.min_pause,
+        "--savepoint-dir",
+        run.savepoint_dir,
+        "--rest-port",
+        str(REST_PORT),
+        "--rest-host",
+        "0.0.0.0",
+        "--host",
+        "spark",
+        "--master",
+        "k8s://https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)",
+    ]
+    if run.restore_from is not None:
+        args += ["--from-savepoint", run.restore_from]
+        if spec.allow_non_restored_state:
+            args.append("--allow-non-restored-state")
+    if not spec.checkpoints.after_tasks_finish:
+        args.append("--no-checkpoints-after-tasks-finish")
+    for key, value in spark_conf(run).items():
+        args += ["--spark-conf", f"{key}={value}"]
+    return args
+
+
+def spark_conf(run: Run) -> dict[str, str]:
+    """Spark settings for Spark-on-Kubernetes client mode, the driver being the coordinator pod."""
+    spec = run.spec
+    conf = executor_resources(spec.task_managers.resources)
+    conf.update(spec.spark_conf)
+    conf.update(
+        {
+            "spark.kubernetes.namespace": run.owner.namespace,
+            "spark.kubernetes.driver.pod.name": "$(POD_NAME)",
+            "spark.driver.host": "$(POD_IP)",
+            "spark.driver.bindAddress": "0.0.0.0",
+            "spark.driver.port": str(DRIVER_PORT),
+            "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
+            "spark.kubernetes.executor.podNamePrefix": taskmanager_prefix(run.owner.name),
+            "spark.kubernetes.executor.podTemplateFile": TASKMANAGER_TEMPLATE_PATH,
+            "spark.kubernetes.executor.podTemplateContainerName": TASKMANAGER_CONTAINER,
+            "spark.kubernetes.container.image": spec.image,
+            "spark.executor.instances": str(spec.task_managers.replicas),
+            "spark.dynamicAllocation.enabled": "false",
+        }
+    )
+    pull_policy = spec.image_pull_policy or run.config.image_pull_policy
+    if pull_policy is not None:
+        conf.setdefault("spark.kubernetes.container.image.pullPolicy", pull_policy)
+    return conf
+
+
+def executor_resources(resources: Resources | None) -> dict[str, str]:
+    """Spark's executor sizing from Kubernetes-style TaskManager resources.
+
+    Spark sizes executor pods itself (memory = heap + overhead, overhead = max(384Mi, 10%)), overriding
+    the pod template, so the requested memory is turned into a heap that makes the pod come out at it.
+    """
+    if resources is None:
+        return {}
+    conf: dict[str, str] = {}
+    requests = resources.requests or {}
+    limits = resources.limits or {}
+    cpu = requests.get("cpu", limits.get("cpu"))
+    if cpu is not None:
+        conf["spark.kubernetes.executor.request.cores"] = str(cpu)
+        conf["spark.executor.cores"] = str(max(1, math.ceil(cpu_cores(cpu))))
+    if "cpu" in limits:
+        conf["spark.kubernetes.executor.limit.cores"] = str(limits["cpu"])
+    memory = limits.get("memory", requests.get("memory"))
+    if memory is not None:
+        total = memory_mib(memory)
+        heap = int(min(total / 1.1, total - 384))
+        if heap < 256:
+            raise ValueError(
+                f"taskManagers.resources memory {memory} is too small: a TaskManager needs at least 640Mi "
+                "(256Mi heap plus Spark's 384Mi overhead)"
+            )
+        conf["spark.executor.memory"] = f"{heap}m"
+    return conf
+
+
+def cpu_cores(quantity: int | str) -> float:
+    text = str(quantity)
+    return int(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
+def memory_mib(quantity: int | str) -> float:
+    match = _QUANTITY.match(str(quantity))
+    if match is None or match.group(2) not in _MEMORY_UNITS:
+        raise ValueError(f"{quantity!r} is not a memory quantity such as 512Mi, 2Gi or 1G")
+    return float(match.group(1)) * _MEMORY_UNITS[match.group(2)]
