@@ -1,0 +1,94 @@
+"""Kubernetes-style conditions: `lastTransitionTime` moves only when a condition's status flips."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice_operator.models import ConditionType, JobState, LifecycleState
+
+from ._time import rfc3339
+
+_STABLE = {
+    JobState.RUNNING: {LifecycleState.RUNNING},
+    JobState.SUSPENDED: {LifecycleState.SUSPENDED},
+    JobState.FINISHED: {LifecycleState.FINISHED},
+}
+_MOVING = {
+    LifecycleState.CREATED,
+    LifecycleState.DEPLOYING,
+    LifecycleState.STOPPING,
+    LifecycleState.UPGRADING,
+    LifecycleState.DELETING,
+}
+
+
+def set_condition(
+    conditions: list[dict[str, Any]],
+    kind: ConditionType,
+    status: bool,
+    reason: str,
+    message: str,
+    *,
+    generation: int,
+    now_ms: int,
+) -> list[dict[str, Any]]:
+    text = "True" if status else "False"
+    previous = next((c for c in conditions if c.get("type") == kind.value), None)
+    changed = previous is None or previous.get("status") != text
+    entry = {
+        "type": kind.value,
+        "status": text,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": rfc3339(now_ms)
+        if changed
+        else previous.get("lastTransitionTime")
+        if previous
+        else None,
+        "observedGeneration": generation,
+    }
+    return [c for c in conditions if c.get("type") != kind.value] + [entry]
+
+
+def job_conditions(
+    conditions: list[dict[str, Any]],
+    *,
+    desired: JobState,
+    lifecycle: LifecycleState,
+    error: str | None,
+    degraded_reason: str,
+    generation: int,
+    now_ms: int,
+) -> list[dict[str, Any]]:
+    """Ready: the job is where spec.state asks; Progressing: on its way; Degraded: something is wrong."""
+    ready = lifecycle in _STABLE[desired] or (
+        desired is JobState.RUNNING and lifecycle is LifecycleState.FINISHED
+    )
+    out = set_condition(
+        conditions,
+        ConditionType.READY,
+        ready and error is None,
+        lifecycle.value,
+        f"lifecycle {lifecycle.value}, desired state {desired.value}",
+        generation=generation,
+        now_ms=now_ms,
+    )
+    moving = lifecycle in _MOVING
+    out = set_condition(
+        out,
+        ConditionType.PROGRESSING,
+        moving,
+        lifecycle.value,
+        f"lifecycle {lifecycle.value}" if moving else "nothing in progress",
+        generation=generation,
+        now_ms=now_ms,
+    )
+    return set_condition(
+        out,
+        ConditionType.DEGRADED,
+        error is not None,
+        degraded_reason if error else "Healthy",
+        error or "",
+        generation=generation,
+        now_ms=now_ms,
+    )

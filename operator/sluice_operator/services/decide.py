@@ -1,0 +1,281 @@
+"""The StreamJob decision: from what was observed, what the job's status is and what to do next.
+
+Pure and level-based: every call looks at the whole observed situation (coordinator pod, REST API, job
+result and checkpoints in storage, Savepoint objects) and derives the next step from it; nothing is
+carried from one reconcile to the next except what Kubernetes and the storage hold. `status` is read
+only as the record of the last run (its job id and spec) once the coordinator pod is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice_operator import manifests as m
+from sluice_operator.models import JobState, LifecycleState, SavepointKind, StreamJobSpec, UpgradeMode
+
+from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
+from .conditions import job_conditions
+from .context import JobContext
+from .observed import Observed
+from .plan import DeletePods, Event, Plan, StartRun
+from .savepoints import SavepointOutlook, ensure_stop_savepoint, periodic_and_cleanup, plan_savepoints
+
+_ENDED = ("FINISHED", "FAILED", "CANCELED")
+_BUSY = (LifecycleState.RUNNING, LifecycleState.STOPPING, LifecycleState.UPGRADING)
+_AT_REST = {JobState.SUSPENDED: LifecycleState.SUSPENDED, JobState.FINISHED: LifecycleState.FINISHED}
+
+
+def deployed_hash(ctx: JobContext, obs: Observed) -> str | None:
+    if obs.pod is not None and obs.pod.spec_hash:
+        return obs.pod.spec_hash
+    if ctx.status.last_reconciled_spec:
+        try:
+            return m.spec_hash(StreamJobSpec.model_validate_json(ctx.status.last_reconciled_spec))
+        except ValueError:
+            return None
+    return None
+
+
+def decide(ctx: JobContext, obs: Observed) -> Plan:
+    status: dict[str, Any] = ctx.status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    status.pop("error", None)
+    plan = Plan(status=status)
+    outlook = plan_savepoints(ctx, obs, plan)
+    lifecycle, error = _lifecycle(ctx, obs, plan, outlook)
+    previous = ctx.status.lifecycle_state
+    if lifecycle is not previous:
+        plan.events.append(
+            Event("Normal", lifecycle.value, f"lifecycle {previous.value} -> {lifecycle.value}")
+        )
+    status["lifecycleState"] = lifecycle.value
+    status["observedGeneration"] = ctx.generation
+    if error:
+        status["error"] = error
+    if lifecycle in (LifecycleState.RUNNING, LifecycleState.FINISHED) and error is None:
+        status["lastStableSpec"] = status.get("lastReconciledSpec")
+    status.update(savepoint_summary(obs.savepoints, status))
+    status["conditions"] = job_conditions(
+        status.get("conditions", []),
+        desired=ctx.spec.state,
+        lifecycle=lifecycle,
+        error=error,
+        degraded_reason="JobFailed" if lifecycle is LifecycleState.FAILED else "Error",
+        generation=ctx.generation,
+        now_ms=ctx.now_ms,
+    )
+    return plan
+
+
+def _lifecycle(
+    ctx: JobContext, obs: Observed, plan: Plan, outlook: SavepointOutlook
+) -> tuple[LifecycleState, str | None]:
+    pod = obs.pod
+    if pod is not None and pod.terminating:
+        plan.soon(1.0)
+        moving = ctx.status.lifecycle_state in (LifecycleState.UPGRADING, LifecycleState.STOPPING)
+        return (ctx.status.lifecycle_state if moving else LifecycleState.DEPLOYING), None
+    if obs.stray_pods and (pod is None or pod.exited):
+        plan.actions.append(DeletePods(tuple(obs.stray_pods), "left over from an earlier run"))
+        plan.soon(1.0)
+    if obs.result is not None:
+        return _ended(ctx, obs, plan)
+    if pod is not None and pod.exited:
+        return _crashed(ctx, obs, plan)
+    if pod is not None:
+        return _active(ctx, obs, plan, outlook)
+    return _idle(ctx, obs, plan)
+
+
+def _start(ctx: JobContext, obs: Observed, plan: Plan, restore: str | None) -> None:
+    if obs.stray_pods:
+        return  # the leftovers go first: executor pod names would collide
+    run = m.Run(
+        owner=ctx.owner, spec=ctx.spec, config=ctx.config, job_id=ctx.new_job_id, restore_from=restore
+    )
+    plan.actions.append(StartRun(run))
+    plan.status["job"] = {
+        "id": run.job_id,
+        "state": "CREATED",
+        **({"restoredFrom": restore} if restore else {}),
+    }
+    plan.status["lastReconciledSpec"] = m.deployed_spec_json(ctx.spec)
+    plan.events.append(
+        Event(
+            "Normal",
+            "Deploying",
+            f"starting job {run.job_id}" + (f" from {restore}" if restore else " with empty state"),
+        )
+    )
+    plan.soon(2.0)
+
+
+def _restore_point(
+    ctx: JobContext, obs: Observed, *, changed: bool, stop_savepoint: str | None
+) -> str | None:
+    """Where a new run starts: the rules of the upgrade modes (docs/operator.md)."""
+    if ctx.status.job is None or ctx.status.job.id is None:
+        return ctx.spec.initial_savepoint
+    if changed and ctx.spec.upgrade_mode is UpgradeMode.STATELESS:
+        return None
+    if stop_savepoint is not None:
+        return stop_savepoint
+    if obs.latest_checkpoint is not None:
+        return obs.latest_checkpoint.path
+    return ctx.status.job.restored_from or ctx.spec.initial_savepoint
+
+
+def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:
+    result = obs.result
+    assert result is not None
+    plan.status["job"] = job_from_result(result, plan.status.get("job"))
+    checkpoint = last_checkpoint(obs.last_result_snapshot or obs.latest_checkpoint)
+    if checkpoint is not None:
+        plan.status["lastCheckpoint"] = checkpoint
+    changed = deployed_hash(ctx, obs) != m.spec_hash(ctx.spec)
+    desired = ctx.spec.state
+    if obs.pod is not None:
+        # The coordinator's pods go away first; the next reconcile starts a new run if one is wanted.
+        plan.actions.append(DeletePods((obs.pod.name,), f"job {result.job_id} ended {result.state}"))
+        plan.soon(1.0)
+        if desired is not JobState.RUNNING:
+            return _AT_REST[desired], None
+        if changed:
+            return LifecycleState.UPGRADING, None
+        if result.last_savepoint:
+            return LifecycleState.DEPLOYING, None
+        return (LifecycleState.FINISHED if result.state == "FINISHED" else LifecycleState.FAILED), None
+    if result.state == "FINISHED" and result.last_savepoint:
+        if desired is JobState.RUNNING:
+            _start(
+                ctx,
+                obs,
+                plan,
+                _restore_point(ctx, obs, changed=changed, stop_savepoint=result.last_savepoint),
+            )
+            return (LifecycleState.UPGRADING if changed else LifecycleState.DEPLOYING), None
+        return _AT_REST[desired], None
+    if result.state == "FINISHED":
+        if desired is JobState.RUNNING and changed:
+            _start(ctx, obs, plan, _restore_point(ctx, obs, changed=True, stop_savepoint=None))
+            return LifecycleState.UPGRADING, None
+        return LifecycleState.FINISHED, None
+    if desired is JobState.RUNNING and changed:
+        _start(ctx, obs, plan, _restore_point(ctx, obs, changed=True, stop_savepoint=None))
+        return LifecycleState.UPGRADING, None
+    if desired is JobState.SUSPENDED:
+        return LifecycleState.SUSPENDED, None
+    reason = f"job {result.job_id} ended {result.state}: {result.error or 'no error reported'}"
+    return LifecycleState.FAILED, reason + "; change the spec (or restartNonce) to run it again"
+
+
+def _crashed(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:
+    pod = obs.pod
+    assert pod is not None
+    why = f"coordinator pod {pod.name} exited ({pod.reason or pod.phase}) without a job result"
+    plan.events.append(Event("Warning", "CoordinatorLost", why))
+    plan.actions.append(DeletePods((pod.name,), why))
+    plan.soon(1.0)
+    if ctx.spec.state is JobState.RUNNING:
+        return LifecycleState.DEPLOYING, why + "; restarting from the latest checkpoint"
+    return _AT_REST[ctx.spec.state], None
+
+
+def _idle(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:
+    if ctx.spec.state is not JobState.RUNNING:
+        return _AT_REST[ctx.spec.state], None
+    previous = deployed_hash(ctx, obs)
+    changed = previous is not None and previous != m.spec_hash(ctx.spec)
+    _start(ctx, obs, plan, _restore_point(ctx, obs, changed=changed, stop_savepoint=None))
+    return (LifecycleState.UPGRADING if changed else LifecycleState.DEPLOYING), None
+
+
+def _active(
+    ctx: JobContext, obs: Observed, plan: Plan, outlook: SavepointOutlook
+) -> tuple[LifecycleState, str | None]:
+    pod = obs.pod
+    assert pod is not None
+    coordinator = obs.coordinator
+    job_state = coordinator.state if coordinator is not None else None
+    if coordinator is not None:
+        plan.status["job"] = job_from_coordinator(coordinator, pod, plan.status.get("job"))
+    checkpoint = last_checkpoint(obs.latest_checkpoint, coordinator)
+    if checkpoint is not None:
+        plan.status["lastCheckpoint"] = checkpoint
+    if job_state in _ENDED:
+        # The job is over but its result is not in storage yet: wait for it rather than guess.
+        plan.soon(1.0)
+        previous = ctx.status.lifecycle_state
+        return (previous if previous in _BUSY else LifecycleState.RUNNING), None
+    running = job_state in ("RUNNING", "RESTARTING")
+    desired = ctx.spec.state
+    changed = pod.spec_hash != m.spec_hash(ctx.spec)
+    if desired is not JobState.RUNNING:
+        return _stopping(ctx, obs, plan, outlook, running=job_state == "RUNNING")
+    if changed:
+        return _upgrade(ctx, obs, plan, outlook, running=job_state == "RUNNING")
+    if outlook.active_stop is not None:
+        return LifecycleState.STOPPING, None
+    if not running:
+        plan.soon(2.0)
+        return LifecycleState.DEPLOYING, None
+    start = coordinator.job.get("startTime") if coordinator is not None else None
+    periodic_and_cleanup(
+        ctx, obs, plan, job_running=job_state == "RUNNING", start_ms=start if isinstance(start, int) else None
+    )
+    if job_state == "RESTARTING":
+        return (
+            LifecycleState.RUNNING,
+            f"job is restarting after a failure: {coordinator.job.get('error')}"
+            if coordinator is not None
+            else None,
+        )
+    return LifecycleState.RUNNING, None
+
+
+def _stopping(
+    ctx: JobContext, obs: Observed, plan: Plan, outlook: SavepointOutlook, *, running: bool
+) -> tuple[LifecycleState, str | None]:
+    pod = obs.pod
+    assert pod is not None
+    if outlook.active_stop is not None:
+        return LifecycleState.STOPPING, None
+    if outlook.failed_stop is not None:
+        view = outlook.failed_stop
+        return LifecycleState.RUNNING, (
+            f"stop with savepoint failed ({view.name}: {view.status.error}); the job keeps running. "
+            "Set spec.state to running, or create a new Savepoint with stop to try again"
+        )
+    if running:
+        kind = SavepointKind.SUSPEND if ctx.spec.state is JobState.SUSPENDED else SavepointKind.TERMINATE
+        ensure_stop_savepoint(ctx, plan, kind)
+        return LifecycleState.STOPPING, None
+    if pod.phase == "Pending" or (obs.coordinator is None and pod.phase != "Running"):
+        plan.actions.append(DeletePods((pod.name,), "the job never started; nothing to save"))
+        return _AT_REST[ctx.spec.state], None
+    plan.soon(2.0)
+    return LifecycleState.STOPPING, None
+
+
+def _upgrade(
+    ctx: JobContext, obs: Observed, plan: Plan, outlook: SavepointOutlook, *, running: bool
+) -> tuple[LifecycleState, str | None]:
+    pod = obs.pod
+    assert pod is not None
+    if ctx.spec.upgrade_mode is UpgradeMode.SAVEPOINT and running:
+        if outlook.active_stop is not None:
+            return LifecycleState.UPGRADING, None
+        if outlook.failed_stop is not None:
+            view = outlook.failed_stop
+            return LifecycleState.RUNNING, (
+                f"upgrade savepoint failed ({view.name}: {view.status.error}); the job keeps running the "
+                "previous spec. Fix the cause and change the spec again, or use upgradeMode last-state"
+            )
+        ensure_stop_savepoint(ctx, plan, SavepointKind.UPGRADE)
+        return LifecycleState.UPGRADING, None
+    why = f"spec changed; upgrading with mode {ctx.spec.upgrade_mode.value}"
+    if ctx.spec.upgrade_mode is UpgradeMode.SAVEPOINT:
+        why += " (the job is not running, so from its latest checkpoint)"
+    plan.actions.append(DeletePods((pod.name,), why))
+    plan.events.append(Event("Normal", "Upgrading", why))
+    plan.soon(1.0)
+    return LifecycleState.UPGRADING, None

@@ -1,0 +1,100 @@
+"""What one reconcile observed: plain data, built by `observe` and read by the pure decision functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice_operator.models import SavepointSpec, SavepointStatus
+
+
+@dataclass(frozen=True)
+class PodView:
+    """The coordinator pod of the current run."""
+
+    name: str
+    phase: str  # Pending, Running, Succeeded, Failed, Unknown
+    ip: str | None
+    job_id: str | None
+    spec_hash: str | None
+    restored_from: str | None
+    terminating: bool = False
+    reason: str | None = None  # why the container ended, e.g. OOMKilled, Error; or the pod's reason
+
+    @property
+    def exited(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """`job-result.json` of a run (docs/reference/storage-layout.md)."""
+
+    job_id: str
+    state: str  # FINISHED, FAILED, CANCELED
+    timestamp: int | None
+    last_savepoint: str | None
+    last_checkpoint: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A checkpoint or savepoint read from its `_metadata`."""
+
+    path: str
+    checkpoint_id: int
+    job_id: str | None
+    kind: str
+    timestamp: int | None
+    stop_mode: str | None
+    operators: tuple[str, ...]
+    fully_finished: tuple[str, ...]
+
+    @property
+    def all_finished(self) -> bool:
+        return bool(self.operators) and set(self.operators) == set(self.fully_finished)
+
+
+@dataclass(frozen=True)
+class CoordinatorView:
+    """What the coordinator's REST API says (`GET /v1/job`, `GET /v1/checkpoints`)."""
+
+    job: dict[str, Any]
+    checkpoints: dict[str, Any] | None
+
+    @property
+    def job_id(self) -> str | None:
+        value = self.job.get("jobId")
+        return str(value) if value is not None else None
+
+    @property
+    def state(self) -> str:
+        return str(self.job.get("state") or "UNKNOWN")
+
+
+@dataclass(frozen=True)
+class SavepointView:
+    name: str
+    spec: SavepointSpec | None  # None when the object's spec is invalid
+    status: SavepointStatus
+    labels: dict[str, str]
+    created: str  # RFC 3339, sorts in time order
+    owned: bool  # made by the operator for this job (has the job as owner)
+    spec_error: str | None = None
+
+
+@dataclass
+class Observed:
+    """Everything a StreamJob reconcile looks at, gathered before any decision."""
+
+    pod: PodView | None = None
+    stray_pods: list[str] = field(default_factory=list)  # job pods that belong to no live coordinator
+    coordinator: CoordinatorView | None = None
+    coordinator_error: str | None = None
+    result: JobResult | None = None  # of the current run (pod's job id, else status.job.id)
+    latest_checkpoint: Snapshot | None = None  # newest in storage, across all runs of this job
+    last_result_snapshot: Snapshot | None = None  # the result's lastCheckpoint, read from storage
+    savepoints: list[SavepointView] = field(default_factory=list)
+    savepoint_polls: dict[str, dict[str, Any]] = field(default_factory=dict)  # trigger id -> REST answer
+    storage_error: str | None = None

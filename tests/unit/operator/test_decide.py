@@ -1,0 +1,397 @@
+"""The StreamJob decision, situation by situation: lifecycle, status and the actions it asks for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice_operator.services.decide import decide
+from sluice_operator.services.observed import Observed
+from sluice_operator.services.plan import (
+    CreateSavepoint,
+    DeletePods,
+    PatchSavepoint,
+    Plan,
+    SetDesiredState,
+    StartRun,
+    TriggerSavepoint,
+)
+
+from ._fixtures import spec
+from ._situations import (
+    NEW_ID,
+    OLD_ID,
+    coordinator,
+    ctx,
+    deployed_status,
+    pod,
+    result,
+    savepoint,
+    snapshot,
+)
+
+
+def _only(plan: Plan, kind: type) -> Any:
+    found = [a for a in plan.actions if isinstance(a, kind)]
+    assert len(found) == 1, plan.actions
+    return found[0]
+
+
+def _condition(plan: Plan, kind: str) -> dict[str, Any]:
+    return next(c for c in plan.status["conditions"] if c["type"] == kind)
+
+
+def test_a_new_job_starts_from_its_initial_savepoint() -> None:
+    job = spec(initialSavepoint="s3://b/sp/savepoint-x-1")
+    plan = decide(ctx(job), Observed())
+    start = _only(plan, StartRun)
+    assert start.run.job_id == NEW_ID
+    assert start.run.restore_from == "s3://b/sp/savepoint-x-1"
+    assert plan.status["lifecycleState"] == "Deploying"
+    assert plan.status["job"] == {"id": NEW_ID, "state": "CREATED", "restoredFrom": "s3://b/sp/savepoint-x-1"}
+    assert plan.status["lastReconciledSpec"]
+    assert _condition(plan, "Progressing")["status"] == "True"
+    assert _condition(plan, "Ready")["status"] == "False"
+
+
+def test_a_new_suspended_job_is_not_started() -> None:
+    plan = decide(ctx(spec(state="suspended")), Observed())
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Suspended"
+    assert _condition(plan, "Ready")["status"] == "True"
+
+
+def test_a_running_job_mirrors_the_coordinator() -> None:
+    job = spec()
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator()))
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Running"
+    assert plan.status["job"]["subtasks"] == {"running": 6, "finished": 2, "total": 8}
+    assert plan.status["lastCheckpoint"]["id"] == 7
+    assert plan.status["lastCheckpoint"]["fullyFinishedOperators"] == ["numbers"]
+    assert plan.status["lastStableSpec"] == plan.status["lastReconciledSpec"]
+    assert _condition(plan, "Ready")["status"] == "True"
+    assert _condition(plan, "Degraded")["status"] == "False"
+
+
+def test_running_to_suspended_creates_a_stop_savepoint() -> None:
+    job = spec(state="suspended")
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator()))
+    created = _only(plan, CreateSavepoint).manifest
+    assert created["metadata"]["name"] == "counts-suspend-3"
+    assert created["spec"]["stop"] == "suspend"
+    assert created["metadata"]["labels"]["sluice.dev/job-generation"] == "3"
+    assert plan.status["lifecycleState"] == "Stopping"
+
+
+def test_running_to_finished_stops_with_drain() -> None:
+    job = spec(state="finished")
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator()))
+    assert _only(plan, CreateSavepoint).manifest["spec"]["stop"] == "terminate"
+
+
+def test_a_pending_stop_savepoint_is_triggered_on_the_running_job() -> None:
+    job = spec(state="suspended")
+    sp = savepoint("counts-suspend-3", "suspend", labels={"sluice.dev/job-generation": "3"})
+    plan = decide(
+        ctx(job, deployed_status(job, "Stopping")),
+        Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp]),
+    )
+    trigger = _only(plan, TriggerSavepoint)
+    assert (trigger.name, trigger.stop, trigger.job_id) == ("counts-suspend-3", "suspend", OLD_ID)
+    assert trigger.target_directory == "s3://bucket/sluice/savepoints/jobs/counts"
+    assert plan.status["lifecycleState"] == "Stopping"
+
+
+def test_a_completed_poll_completes_the_savepoint() -> None:
+    job = spec(state="suspended")
+    sp = savepoint("counts-suspend-3", "suspend", state="InProgress", triggerId="t1", jobId=OLD_ID)
+    polls = {"t1": {"status": "COMPLETED", "path": "s3://b/sp/savepoint-eeee-8", "checkpointId": 8}}
+    plan = decide(
+        ctx(job, deployed_status(job, "Stopping")),
+        Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp], savepoint_polls=polls),
+    )
+    patch = _only(plan, PatchSavepoint)
+    assert patch.status.state == "Completed"
+    assert patch.status.path == "s3://b/sp/savepoint-eeee-8"
+    assert patch.status.checkpoint_id == 8
+    assert any(e.reason == "SavepointCompleted" for e in plan.events)
+
+
+def test_after_the_stop_the_pods_go_and_the_job_is_suspended() -> None:
+    job = spec(state="suspended")
+    status = deployed_status(job, "Stopping")
+    ended = result(savepoint="s3://b/sp/savepoint-eeee-8")
+    plan = decide(ctx(job, status), Observed(pod=pod(job, "Succeeded"), result=ended))
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)
+    assert plan.status["lifecycleState"] == "Suspended"
+    plan = decide(ctx(job, status), Observed(result=ended))
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Suspended"
+    assert plan.status["job"]["state"] == "FINISHED"
+
+
+def test_suspended_to_running_resumes_from_the_stop_savepoint() -> None:
+    job = spec(state="running")
+    ended = result(savepoint="s3://b/sp/savepoint-eeee-8")
+    plan = decide(
+        ctx(job, deployed_status(job, "Suspended")), Observed(result=ended, latest_checkpoint=snapshot())
+    )
+    start = _only(plan, StartRun)
+    assert start.run.restore_from == "s3://b/sp/savepoint-eeee-8"
+    assert plan.status["lifecycleState"] == "Deploying"
+
+
+def test_a_failed_stop_leaves_the_job_running_with_an_error() -> None:
+    job = spec(state="suspended")
+    sp = savepoint(
+        "counts-suspend-3",
+        "suspend",
+        state="InProgress",
+        triggerId="t1",
+        jobId=OLD_ID,
+        labels={"sluice.dev/job-generation": "3"},
+    )
+    polls = {"t1": {"status": "FAILED", "error": "sink refused to pre-commit"}}
+    plan = decide(
+        ctx(job, deployed_status(job, "Stopping")),
+        Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp], savepoint_polls=polls),
+    )
+    patch = _only(plan, PatchSavepoint)
+    assert patch.status.state == "Failed"
+    assert patch.status.error == "sink refused to pre-commit"
+    assert plan.status["lifecycleState"] == "Running"
+    assert "stop with savepoint failed" in plan.status["error"]
+    assert _condition(plan, "Degraded")["status"] == "True"
+    assert any(e.type == "Warning" and e.reason == "SavepointFailed" for e in plan.events)
+    assert not any(isinstance(a, CreateSavepoint) for a in plan.actions)
+
+
+def test_a_failed_stop_is_not_retried_for_the_same_generation() -> None:
+    job = spec(state="suspended")
+    sp = savepoint(
+        "counts-suspend-3", "suspend", state="Failed", error="x", labels={"sluice.dev/job-generation": "3"}
+    )
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp])
+    )
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Running"
+
+
+def test_savepoint_retries_up_to_the_backoff_limit() -> None:
+    job = spec()
+    sp = savepoint("manual", state="InProgress", triggerId="t1", jobId=OLD_ID)
+    sp.spec.backoff_limit = 1  # type: ignore[union-attr]
+    polls = {"t1": {"status": "FAILED", "error": "timeout"}}
+    plan = decide(
+        ctx(job, deployed_status(job)),
+        Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp], savepoint_polls=polls),
+    )
+    patch = _only(plan, PatchSavepoint)
+    assert (patch.status.state, patch.status.failures, patch.status.trigger_id) == ("Pending", 1, None)
+
+
+def test_savepoint_mode_upgrade_takes_an_upgrade_savepoint() -> None:
+    old, new = spec(), spec(parallelism=8)
+    plan = decide(ctx(new, deployed_status(old)), Observed(pod=pod(old), coordinator=coordinator()))
+    created = _only(plan, CreateSavepoint).manifest
+    assert created["metadata"]["name"] == "counts-upgrade-3"
+    assert created["spec"]["stop"] == "suspend"
+    assert plan.status["lifecycleState"] == "Upgrading"
+
+
+def test_after_an_upgrade_savepoint_the_new_spec_starts_from_it() -> None:
+    old, new = spec(), spec(parallelism=8)
+    ended = result(savepoint="s3://b/sp/savepoint-eeee-9")
+    plan = decide(ctx(new, deployed_status(old, "Upgrading")), Observed(result=ended))
+    start = _only(plan, StartRun)
+    assert start.run.restore_from == "s3://b/sp/savepoint-eeee-9"
+    assert start.run.spec.parallelism == 8
+    assert plan.status["lifecycleState"] == "Upgrading"
+
+
+def test_last_state_upgrade_restarts_from_the_latest_checkpoint_in_storage() -> None:
+    old, new = spec(upgradeMode="last-state"), spec(upgradeMode="last-state", parallelism=8)
+    plan = decide(ctx(new, deployed_status(old)), Observed(pod=pod(old), coordinator=coordinator()))
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)
+    assert plan.status["lifecycleState"] == "Upgrading"
+    # The coordinator is gone: the checkpoint comes from storage alone.
+    plan = decide(ctx(new, deployed_status(old, "Upgrading")), Observed(latest_checkpoint=snapshot()))
+    assert _only(plan, StartRun).run.restore_from == f"s3://b/chk/{OLD_ID}/chk-9"
+
+
+def test_stateless_upgrade_starts_fresh() -> None:
+    old, new = spec(upgradeMode="stateless"), spec(upgradeMode="stateless", parallelism=8)
+    plan = decide(ctx(new, deployed_status(old, "Upgrading")), Observed(latest_checkpoint=snapshot()))
+    assert _only(plan, StartRun).run.restore_from is None
+
+
+def test_restart_nonce_forces_a_restart() -> None:
+    old, new = spec(upgradeMode="last-state"), spec(upgradeMode="last-state", restartNonce=2)
+    plan = decide(ctx(new, deployed_status(old)), Observed(pod=pod(old), coordinator=coordinator()))
+    assert isinstance(plan.actions[0], DeletePods)
+
+
+def test_a_bounded_job_ends_finished_with_all_operators_finished() -> None:
+    job = spec()
+    plan = decide(ctx(job, deployed_status(job)), Observed(result=result(), last_result_snapshot=snapshot()))
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Finished"
+    assert plan.status["lastCheckpoint"]["allOperatorsFinished"] is True
+    assert plan.status["lastCheckpoint"]["id"] == 9
+    assert _condition(plan, "Ready")["status"] == "True"
+
+
+def test_the_coordinator_reporting_finished_waits_for_the_stored_result() -> None:
+    job = spec()
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator("FINISHED")))
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Running"
+
+
+def test_a_failed_job_is_failed_and_degraded() -> None:
+    job = spec()
+    plan = decide(ctx(job, deployed_status(job)), Observed(result=result("FAILED")))
+    assert plan.status["lifecycleState"] == "Failed"
+    assert "boom" in plan.status["error"]
+    assert _condition(plan, "Degraded")["reason"] == "JobFailed"
+
+
+def test_a_lost_coordinator_restarts_from_the_latest_checkpoint() -> None:
+    job = spec()
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job, "Failed", reason="OOMKilled")))
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)
+    assert any(e.reason == "CoordinatorLost" and "OOMKilled" in e.message for e in plan.events)
+    plan = decide(ctx(job, deployed_status(job)), Observed(latest_checkpoint=snapshot()))
+    assert _only(plan, StartRun).run.restore_from == f"s3://b/chk/{OLD_ID}/chk-9"
+
+
+def test_leftover_taskmanagers_go_before_a_new_run() -> None:
+    job = spec()
+    plan = decide(ctx(job), Observed(stray_pods=["counts-taskmanager-exec-1"]))
+    assert _only(plan, DeletePods).names == ("counts-taskmanager-exec-1",)
+    assert not any(isinstance(a, StartRun) for a in plan.actions)
+
+
+def test_a_savepoint_of_a_job_that_does_not_run_fails_clearly() -> None:
+    job = spec(state="suspended")
+    sp = savepoint("mine", owned=False)
+    plan = decide(
+        ctx(job, deployed_status(job, "Suspended")),
+        Observed(result=result(savepoint="s3://x"), savepoints=[sp]),
+    )
+    patch = _only(plan, PatchSavepoint)
+    assert patch.status.state == "Failed"
+    assert "is not running" in (patch.status.error or "")
+
+
+def test_a_users_stop_savepoint_sets_the_desired_state() -> None:
+    job = spec()
+    sp = savepoint("stop-now", "terminate", owned=False)
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp])
+    )
+    assert _only(plan, SetDesiredState) == SetDesiredState("finished", "stop-now")
+    assert _only(plan, TriggerSavepoint).stop == "terminate"
+
+
+def test_a_savepoint_completes_from_the_job_result_when_the_coordinator_is_gone() -> None:
+    job = spec(state="suspended")
+    sp = savepoint("counts-suspend-3", "suspend", state="InProgress", triggerId="t1", jobId=OLD_ID)
+    plan = decide(
+        ctx(job, deployed_status(job, "Stopping")),
+        Observed(result=result(savepoint="s3://b/sp/savepoint-eeee-8"), savepoints=[sp]),
+    )
+    patch = _only(plan, PatchSavepoint)
+    assert (patch.status.state, patch.status.path) == ("Completed", "s3://b/sp/savepoint-eeee-8")
+
+
+def test_a_savepoint_whose_coordinator_vanished_is_abandoned() -> None:
+    job = spec()
+    sp = savepoint("manual", state="InProgress", triggerId="t1", jobId=OLD_ID)
+    plan = decide(ctx(job, deployed_status(job)), Observed(savepoints=[sp]))
+    patch = next(a for a in plan.actions if isinstance(a, PatchSavepoint))
+    assert patch.status.state == "Abandoned"
+    assert "is gone" in (patch.status.error or "")
+
+
+def test_periodic_savepoints_are_taken_at_the_interval() -> None:
+    job = spec(savepoints={"periodicInterval": "1m"})
+    old = savepoint(
+        "counts-periodic-1",
+        state="Completed",
+        path="s3://p1",
+        created="2023-11-14T22:00:00Z",
+        completionTime="2023-11-14T22:00:01Z",
+        labels={"sluice.dev/trigger": "periodic"},
+    )
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=[old])
+    )
+    created = _only(plan, CreateSavepoint).manifest
+    assert created["metadata"]["labels"]["sluice.dev/trigger"] == "periodic"
+    assert created["spec"]["stop"] == "none"
+
+
+def test_history_keeps_max_count_of_operator_savepoints_and_the_latest() -> None:
+    job = spec(savepoints={"historyMaxCount": 2})
+    views = [
+        savepoint(
+            f"counts-periodic-{i}",
+            state="Completed",
+            path=f"s3://p{i}",
+            completionTime=f"2023-11-14T22:0{i}:00Z",
+            labels={"sluice.dev/trigger": "periodic"},
+        )
+        for i in range(5)
+    ]
+    views.append(
+        savepoint(
+            "users-own", state="Completed", path="s3://u", owned=False, completionTime="2023-11-14T21:00:00Z"
+        )
+    )
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=views)
+    )
+    from sluice_operator.services.plan import DeleteSavepoint
+
+    deleted = sorted(a.name for a in plan.actions if isinstance(a, DeleteSavepoint))
+    assert deleted == ["counts-periodic-0", "counts-periodic-1", "counts-periodic-2"]
+    assert plan.status["lastSavepoint"]["path"] == "s3://p4"
+    assert [h["name"] for h in plan.status["savepointHistory"]][:2] == [
+        "counts-periodic-4",
+        "counts-periodic-3",
+    ]
+
+
+def test_history_max_age_never_deletes_the_latest() -> None:
+    job = spec(savepoints={"historyMaxAge": "1h"})
+    views = [
+        savepoint(
+            f"counts-periodic-{i}",
+            state="Completed",
+            path=f"s3://p{i}",
+            completionTime=f"2023-11-1{i}T00:00:00Z",
+            labels={"sluice.dev/trigger": "periodic"},
+        )
+        for i in range(2)
+    ]
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=views)
+    )
+    from sluice_operator.services.plan import DeleteSavepoint
+
+    assert [a.name for a in plan.actions if isinstance(a, DeleteSavepoint)] == ["counts-periodic-0"]
+
+
+def test_conditions_keep_their_transition_time_while_unchanged() -> None:
+    job = spec()
+    first = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator()))
+    status = {
+        **deployed_status(job),
+        "conditions": [
+            {**c, "lastTransitionTime": "2020-01-01T00:00:00Z"} for c in first.status["conditions"]
+        ],
+    }
+    again = decide(ctx(job, status), Observed(pod=pod(job), coordinator=coordinator()))
+    assert {c["lastTransitionTime"] for c in again.status["conditions"]} == {"2020-01-01T00:00:00Z"}
