@@ -1,0 +1,144 @@
+"""The fluent pipeline API: DataStream, KeyedStream and WindowedStream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sluice.api.functions import AggregateFunction, Function, KeyedProcessFunction, ProcessFunction
+from sluice.connectors.base import Sink, TwoPhaseCommitSink
+from sluice.engine.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
+from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
+from sluice.engine.operators.sink import SinkOperator, TwoPhaseCommitSinkOperator
+from sluice.engine.operators.timestamps import TimestampsOperator
+from sluice.engine.operators.window import WindowOperator
+from sluice.graph.transformations import PartitionKind, Partitioning, Transformation
+
+if TYPE_CHECKING:
+    from sluice.api.environment import StreamEnvironment
+    from sluice.windows import WindowAssigner
+
+_Inputs = list[tuple[Transformation, Partitioning | None]]
+
+
+class DataStream:
+    def __init__(self, env: StreamEnvironment, inputs: _Inputs) -> None:
+        self._env = env
+        self._inputs = inputs
+
+    # -- node-level settings ------------------------------------------------------------------------
+
+    @property
+    def _node(self) -> Transformation:
+        if len(self._inputs) != 1:
+            raise ValueError("this stream is a union of several streams; apply an operator to it first")
+        return self._inputs[0][0]
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        if parallelism < 1:
+            raise ValueError(f"{self._node.describe()}: parallelism must be at least 1, got {parallelism}")
+        self._node.parallelism = parallelism
+        return self
+
+    # -- partitioning ---------------------------------------------------------------------------------
+
+    def _repartition(self, partitioning: Partitioning) -> DataStream:
+        return DataStream(self._env, [(node, partitioning) for node, _ in self._inputs])
+
+    def rebalance(self) -> DataStream:
+        return self._repartition(Partitioning(PartitionKind.REBALANCE))
+
+    def broadcast(self) -> DataStream:
+        return self._repartition(Partitioning(PartitionKind.BROADCAST))
+
+    def forward(self) -> DataStream:
+        return self._repartition(Partitioning(PartitionKind.FORWARD))
+
+    def key_by(self, key_selector: Callable[[Any], Any]) -> KeyedStream:
+        partitioning = Partitioning(PartitionKind.HASH, key_selector)
+        return KeyedStream(self._env, [(node, partitioning) for node, _ in self._inputs], key_selector)
+
+    def union(self, *others: DataStream) -> DataStream:
+        inputs = list(self._inputs)
+        for other in others:
+            if other._env is not self._env:
+                raise ValueError("union: all streams must come from the same StreamEnvironment")
+            inputs.extend(other._inputs)
+        return DataStream(self._env, inputs)
+
+    # -- operators ------------------------------------------------------------------------------------
+
+    def _then(self, kind: str, uid: str | None, name: str | None, factory: Any, stateful: bool) -> DataStream:
+        node = self._env._add(kind, name or uid or kind, uid, factory, list(self._inputs), stateful)
+        return DataStream(self._env, [(node, None)])
+
+    def map(self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+        return self._then("map", uid, name, lambda u: MapOperator(u, fn), isinstance(fn, Function))
+
+    def filter(self, fn: Callable[[Any], bool], uid: str | None = None, name: str | None = None) -> DataStream:
+        return self._then("filter", uid, name, lambda u: FilterOperator(u, fn), isinstance(fn, Function))
+
+    def flat_map(self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+        return self._then("flat_map", uid, name, lambda u: FlatMapOperator(u, fn), isinstance(fn, Function))
+
+    def process(self, fn: ProcessFunction, uid: str | None = None, name: str | None = None) -> DataStream:
+        return self._then("process", uid, name, lambda u: ProcessOperator(u, fn), True)
+
+    def assign_timestamps(
+        self,
+        extract: Callable[[Any], int],
+        max_out_of_orderness_ms: int = 0,
+        uid: str | None = None,
+        name: str | None = None,
+    ) -> DataStream:
+        if max_out_of_orderness_ms < 0:
+            raise ValueError(f"assign_timestamps: max_out_of_orderness_ms must be >= 0, got {max_out_of_orderness_ms}")
+        return self._then(
+            "timestamps", uid, name, lambda u: TimestampsOperator(u, extract, max_out_of_orderness_ms), False
+        )
+
+    def sink_to(self, sink: Sink | TwoPhaseCommitSink[Any, Any], uid: str | None = None, name: str | None = None) -> DataStream:
+        if isinstance(sink, TwoPhaseCommitSink):
+            return self._then("sink", uid, name, lambda u: TwoPhaseCommitSinkOperator(u, sink), True)
+        if isinstance(sink, Sink):
+            return self._then("sink", uid, name, lambda u: SinkOperator(u, sink), True)
+        raise TypeError(f"sink_to needs a sluice Sink or TwoPhaseCommitSink, got {type(sink).__name__}")
+
+
+class KeyedStream(DataStream):
+    def __init__(self, env: StreamEnvironment, inputs: _Inputs, key_selector: Callable[[Any], Any]) -> None:
+        super().__init__(env, inputs)
+        self.key_selector = key_selector
+
+    def reduce(self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+        key = self.key_selector
+        return self._then("reduce", uid, name, lambda u: KeyedReduceOperator(u, key, fn), True)
+
+    def process(self, fn: KeyedProcessFunction, uid: str | None = None, name: str | None = None) -> DataStream:  # type: ignore[override]
+        if not isinstance(fn, KeyedProcessFunction):
+            raise TypeError("process() on a keyed stream needs a sluice.KeyedProcessFunction")
+        key = self.key_selector
+        return self._then("process", uid, name, lambda u: KeyedProcessOperator(u, key, fn), True)
+
+    def window(self, assigner: WindowAssigner) -> WindowedStream:
+        return WindowedStream(self, assigner)
+
+
+class WindowedStream:
+    def __init__(self, keyed: KeyedStream, assigner: WindowAssigner) -> None:
+        self._keyed = keyed
+        self._assigner = assigner
+
+    def reduce(self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+        key, assigner = self._keyed.key_selector, self._assigner
+        return self._keyed._then(
+            "window", uid, name, lambda u: WindowOperator(u, assigner, key, reduce=fn), True
+        )
+
+    def aggregate(self, fn: AggregateFunction, uid: str | None = None, name: str | None = None) -> DataStream:
+        if not isinstance(fn, AggregateFunction):
+            raise TypeError("aggregate() needs a sluice.AggregateFunction")
+        key, assigner = self._keyed.key_selector, self._assigner
+        return self._keyed._then(
+            "window", uid, name, lambda u: WindowOperator(u, assigner, key, aggregate=fn), True
+        )

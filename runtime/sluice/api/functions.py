@@ -1,0 +1,120 @@
+"""User function interfaces.
+
+Plain callables work for `map`, `filter`, `flat_map`, `key_by` and `reduce`. Subclass `Function` (or one
+of the classes below) to get the lifecycle hooks of FLIP-147: `open` when the subtask starts, `finish`
+once all input is consumed and the job drains (it may return records to emit), and `close` to release
+resources, which is also called when the task fails or the job stops without draining.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+    from sluice.state.keyed import ListState, MapState, ValueState
+
+
+class RuntimeContext(Protocol):
+    """What a running function can see of its subtask and reach of its state."""
+
+    @property
+    def subtask_index(self) -> int: ...
+    @property
+    def parallelism(self) -> int: ...
+    @property
+    def max_parallelism(self) -> int: ...
+    @property
+    def operator_uid(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+    def get_state(self, descriptor: ValueStateDescriptor[Any]) -> ValueState[Any]: ...
+    def get_list_state(self, descriptor: ListStateDescriptor[Any]) -> ListState[Any]: ...
+    def get_map_state(self, descriptor: MapStateDescriptor) -> MapState: ...
+    def get_operator_list_state(self, name: str) -> list[Any]: ...
+    def get_union_list_state(self, name: str) -> list[Any]: ...
+    def get_broadcast_state(self, name: str) -> dict[Any, Any]: ...
+
+
+class TimerService(Protocol):
+    def current_watermark(self) -> int: ...
+    def current_processing_time(self) -> int: ...
+    def register_event_time_timer(self, timestamp: int) -> None: ...
+    def register_processing_time_timer(self, timestamp: int) -> None: ...
+    def delete_event_time_timer(self, timestamp: int) -> None: ...
+    def delete_processing_time_timer(self, timestamp: int) -> None: ...
+
+
+class KeyedContext(Protocol):
+    """Passed to `process_element` and `on_timer` of a keyed process function."""
+
+    @property
+    def key(self) -> Any: ...
+    @property
+    def timestamp(self) -> int | None: ...
+    @property
+    def time_domain(self) -> str | None:
+        """In `on_timer`: "event" or "processing"; None in `process_element`."""
+    @property
+    def timer_service(self) -> TimerService: ...
+
+
+class Function:
+    """Base of user functions that want lifecycle hooks."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        """Called once per subtask before the first record, after state is restored."""
+
+    def finish(self) -> Iterable[Any] | None:
+        """Called when the input has ended and the job drains; may return records to emit."""
+        return None
+
+    def close(self) -> None:
+        """Releases resources. Called on every end of the subtask: finished, failed or stopped."""
+
+
+class MapFunction(Function):
+    def map(self, value: Any) -> Any:
+        raise NotImplementedError
+
+
+class FilterFunction(Function):
+    def filter(self, value: Any) -> bool:
+        raise NotImplementedError
+
+
+class FlatMapFunction(Function):
+    def flat_map(self, value: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class ProcessFunction(Function):
+    """A non-keyed function over each record; returns (or yields) the records to emit."""
+
+    def process_element(self, value: Any, timestamp: int | None) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
+class KeyedProcessFunction(Function):
+    """A function over a keyed stream with keyed state and timers."""
+
+    def process_element(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: KeyedContext) -> Iterable[Any] | None:
+        return None
+
+
+class AggregateFunction:
+    """Incremental window aggregation: accumulate records, then turn the accumulator into a result."""
+
+    def create_accumulator(self) -> Any:
+        raise NotImplementedError
+
+    def add(self, value: Any, accumulator: Any) -> Any:
+        raise NotImplementedError
+
+    def get_result(self, accumulator: Any) -> Any:
+        raise NotImplementedError

@@ -1,0 +1,265 @@
+"""The coordinator side of checkpoints: triggering, collecting acknowledgements, finalizing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.checkpoint.plan import CheckpointPlan, SubtaskId, plan_checkpoint
+from sluice.checkpoint.storage import CheckpointStorage, discard, write_metadata
+from sluice.graph.jobgraph import JobGraph
+
+log = logging.getLogger(__name__)
+METADATA_VERSION = 1
+
+
+class CheckpointDeclined(Exception):
+    pass
+
+
+@dataclass
+class CheckpointConfig:
+    interval_s: float | None = 10.0
+    timeout_s: float = 600.0
+    min_pause_s: float = 0.0
+    retained: int = 1
+    after_tasks_finish: bool = True
+
+
+@dataclass
+class PendingCheckpoint:
+    checkpoint_id: int
+    kind: str
+    location: str
+    trigger_ms: int
+    stop_mode: str | None
+    plan: CheckpointPlan
+    waiting: set[SubtaskId]
+    acks: dict[SubtaskId, dict[str, Any]] = field(default_factory=dict)
+    done: asyncio.Future[dict[str, Any]] | None = None
+
+    @property
+    def is_savepoint(self) -> bool:
+        return self.kind == "savepoint"
+
+
+@dataclass
+class CheckpointRecord:
+    checkpoint_id: int
+    kind: str
+    status: str
+    trigger_ms: int
+    completion_ms: int | None = None
+    path: str | None = None
+    error: str | None = None
+    fully_finished: list[str] = field(default_factory=list)
+    finished_subtasks: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.checkpoint_id, "kind": self.kind, "status": self.status, "triggerTime": self.trigger_ms,
+            "completionTime": self.completion_ms, "path": self.path, "error": self.error,
+        }
+        if self.status == "COMPLETED":
+            out["fullyFinishedOperators"] = self.fully_finished
+            out["finishedSubtasks"] = self.finished_subtasks
+        return out
+
+
+class CheckpointCoordinator:
+    def __init__(
+        self,
+        graph: JobGraph,
+        storage: CheckpointStorage,
+        config: CheckpointConfig,
+        send: Callable[[dict[str, Any], list[SubtaskId] | None], None],
+        is_finished: Callable[[int, int], bool],
+        next_id: int = 1,
+    ) -> None:
+        self.graph = graph
+        self.storage = storage
+        self.config = config
+        self.send = send
+        self.is_finished = is_finished
+        self.next_id = next_id
+        self.pending: dict[int, PendingCheckpoint] = {}
+        self.history: list[CheckpointRecord] = []
+        self.latest: CheckpointRecord | None = None
+        self.latest_savepoint: CheckpointRecord | None = None
+        self.last_completion = 0.0
+        self.counts = {"completed": 0, "failed": 0}
+
+    # -- triggering ---------------------------------------------------------------------------------
+
+    def trigger(self, kind: str = "checkpoint", target_dir: str | None = None, stop_mode: str | None = None) -> PendingCheckpoint:
+        plan = plan_checkpoint(self.graph, self.is_finished)
+        cid = self.next_id
+        self.next_id += 1
+        now_ms = time.time_ns() // 1_000_000
+        if kind == "savepoint":
+            assert target_dir is not None
+            location = self.storage.savepoint_location(target_dir, cid)
+        else:
+            location = self.storage.checkpoint_location(cid)
+        pending = PendingCheckpoint(cid, kind, location, now_ms, stop_mode, plan, set(plan.to_wait_for))
+        pending.done = asyncio.get_running_loop().create_future()
+        reason = None
+        if plan.finished and not self.config.after_tasks_finish:
+            reason = "some tasks have finished and checkpoints-after-tasks-finish is off"
+        elif not plan.to_wait_for:
+            reason = "no task is running"
+        if reason is not None:
+            self._record_failure(pending, f"declined: {reason}")
+            raise CheckpointDeclined(reason)
+        self.pending[cid] = pending
+        self.send(
+            {"type": "trigger", "checkpoint": cid, "timestamp": now_ms, "location": location,
+             "savepoint": kind == "savepoint", "tasks": [list(t) for t in plan.to_trigger]},
+            plan.to_trigger,
+        )
+        return pending
+
+    def on_ack(self, message: dict[str, Any]) -> None:
+        pending = self.pending.get(message["checkpoint"])
+        if pending is None:
+            return
+        subtask = (message["vertex"], message["subtask"])
+        pending.acks[subtask] = message
+        pending.waiting.discard(subtask)
+        if not pending.waiting:
+            asyncio.get_running_loop().create_task(self._finalize(pending))
+
+    def on_decline(self, message: dict[str, Any]) -> None:
+        pending = self.pending.get(message["checkpoint"])
+        if pending is not None:
+            self.fail(pending, message["reason"])
+
+    def on_task_finished(self, subtask: SubtaskId) -> None:
+        # A subtask that closes before acknowledging can never acknowledge: fail fast, not by timeout.
+        for pending in list(self.pending.values()):
+            if subtask in pending.waiting:
+                self.fail(pending, f"task {self._name(subtask)} finished before acknowledging the checkpoint")
+
+    def check_timeouts(self) -> None:
+        now_ms = time.time_ns() // 1_000_000
+        for pending in list(self.pending.values()):
+            if now_ms - pending.trigger_ms > self.config.timeout_s * 1000:
+                waiting = ", ".join(self._name(t) for t in sorted(pending.waiting)[:5])
+                self.fail(pending, f"timed out after {self.config.timeout_s:g}s waiting for {waiting}")
+
+    def abort_all(self, reason: str) -> None:
+        for pending in list(self.pending.values()):
+            self.fail(pending, reason, notify=False)
+
+    def fail(self, pending: PendingCheckpoint, reason: str, notify: bool = True) -> None:
+        if self.pending.pop(pending.checkpoint_id, None) is None:
+            return
+        self._record_failure(pending, reason)
+        log.warning("%s %d failed: %s", pending.kind, pending.checkpoint_id, reason)
+        if notify:
+            self.send({"type": "abort", "checkpoint": pending.checkpoint_id}, None)
+        location = pending.location
+        asyncio.get_running_loop().run_in_executor(None, discard, location)
+
+    def _record_failure(self, pending: PendingCheckpoint, reason: str) -> None:
+        self.counts["failed"] += 1
+        self.history.append(CheckpointRecord(pending.checkpoint_id, pending.kind, "FAILED", pending.trigger_ms, error=reason))
+        if pending.done is not None and not pending.done.done():
+            pending.done.set_exception(CheckpointDeclined(reason))
+            pending.done.exception()  # mark retrieved: a failed periodic checkpoint is not an error
+
+    def _name(self, subtask: SubtaskId) -> str:
+        vertex = self.graph.vertex(subtask[0])
+        return f"{vertex.name}[{subtask[1]}]"
+
+    # -- finalizing ---------------------------------------------------------------------------------
+
+    def build_metadata(self, pending: PendingCheckpoint) -> dict[str, Any]:
+        finished_at_plan = set(pending.plan.finished)
+        operators = []
+        for vertex in self.graph.vertices:
+            for position, spec in enumerate(vertex.operators):
+                handles, finished, union = [], [], False
+                for s in range(vertex.parallelism):
+                    ack = pending.acks.get((vertex.id, s))
+                    if (vertex.id, s) in finished_at_plan or ack is None:
+                        finished.append(s)
+                        continue
+                    op = ack["operators"][position]
+                    union = union or op["union"]
+                    if op["finished"]:
+                        finished.append(s)
+                    elif op["path"] is not None:
+                        handles.append({
+                            "index": s, "path": op["path"], "size": op["size"], "keyGroups": op["keyGroups"],
+                            "operatorState": op["operatorState"], "union": op["union"],
+                        })
+                fully = len(finished) == vertex.parallelism
+                if union and finished and not fully:
+                    raise CheckpointDeclined(
+                        f"operator {spec.uid!r} uses union list state and only some of its subtasks have "
+                        f"finished ({len(finished)} of {vertex.parallelism}); union list state cannot be "
+                        "checkpointed then (FLIP-147)"
+                    )
+                operators.append({
+                    "uid": spec.uid, "parallelism": vertex.parallelism, "maxParallelism": vertex.max_parallelism,
+                    "fullyFinished": fully, "finishedSubtasks": [] if fully else finished,
+                    "subtasks": [] if fully else handles,
+                })
+        return {
+            "version": METADATA_VERSION, "checkpointId": pending.checkpoint_id, "jobId": self.storage.job_id,
+            "kind": pending.kind, "timestamp": pending.trigger_ms, "stopMode": pending.stop_mode,
+            "operators": operators,
+        }
+
+    async def _finalize(self, pending: PendingCheckpoint) -> None:
+        try:
+            metadata = self.build_metadata(pending)
+            await asyncio.to_thread(write_metadata, pending.location, metadata)
+        except Exception as err:
+            reason = str(err) if isinstance(err, CheckpointDeclined) else f"writing _metadata failed: {type(err).__name__}: {err}"
+            self.fail(pending, reason)
+            return
+        if self.pending.pop(pending.checkpoint_id, None) is None:
+            return  # failed meanwhile (timeout): its files are being discarded
+        now_ms = time.time_ns() // 1_000_000
+        fully = [op["uid"] for op in metadata["operators"] if op["fullyFinished"]]
+        record = CheckpointRecord(
+            pending.checkpoint_id, pending.kind, "COMPLETED", pending.trigger_ms, now_ms, pending.location,
+            fully_finished=fully, finished_subtasks=len(pending.plan.finished),
+        )
+        self.history.append(record)
+        self.counts["completed"] += 1
+        self.last_completion = time.monotonic()
+        if pending.is_savepoint:
+            self.latest_savepoint = record
+        else:
+            self.latest = record
+        self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
+        if pending.done is not None and not pending.done.done():
+            pending.done.set_result(metadata)
+        if not pending.is_savepoint:
+            await asyncio.to_thread(self._retain)
+
+    def _retain(self) -> None:
+        completed = [r.checkpoint_id for r in self.history if r.status == "COMPLETED" and r.kind == "checkpoint"]
+        keep = set(completed[-max(1, self.config.retained):])
+        for cid in self.storage.completed_ids():
+            if cid not in keep and cid < max(keep, default=0):
+                discard(self.storage.checkpoint_location(cid))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "counts": {**self.counts, "inProgress": len(self.pending)},
+            "latest": self.latest.as_json() if self.latest else None,
+            "latestSavepoint": self.latest_savepoint.as_json() if self.latest_savepoint else None,
+            "history": [r.as_json() for r in reversed(self.history[-50:])],
+            "inProgress": [
+                {"id": p.checkpoint_id, "kind": p.kind, "triggerTime": p.trigger_ms, "waitingFor": len(p.waiting)}
+                for p in self.pending.values()
+            ],
+        }

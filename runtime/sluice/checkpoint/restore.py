@@ -1,0 +1,94 @@
+"""Hands each new subtask its share of a checkpoint's state.
+
+Keyed state moves by key group: a new subtask takes the key groups of its range from every old subtask
+whose range overlaps. List state keeps subtask affinity when nothing changed (same parallelism, no
+finished subtasks); otherwise all entries are dealt round-robin. Union list state goes whole to every
+subtask; broadcast state is taken from the first subtask that has any (all running subtasks hold the
+same). State of finished subtasks is not in the checkpoint, so redistribution covers them too.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.checkpoint.storage import read_bytes
+from sluice.state.keygroups import key_group_range
+
+
+class FullyFinished:
+    """Marker: every subtask of the operator had finished; it is not run again."""
+
+    def __repr__(self) -> str:
+        return "FULLY_FINISHED"
+
+
+FULLY_FINISHED = FullyFinished()
+Share = RestoredState | FullyFinished | None
+
+
+class RestoreError(ValueError):
+    pass
+
+
+def operator_entry(metadata: dict[str, Any], uid: str) -> dict[str, Any] | None:
+    for entry in metadata["operators"]:
+        if entry["uid"] == uid:
+            return entry  # type: ignore[no-any-return]
+    return None
+
+
+def load_snapshot(location: str, path: str) -> OperatorSnapshot:
+    snapshot = pickle.loads(read_bytes(location, path))
+    assert isinstance(snapshot, OperatorSnapshot)
+    return snapshot
+
+
+def restored_share(
+    metadata: dict[str, Any], uid: str, subtask: int, parallelism: int, max_parallelism: int
+) -> Share:
+    entry = operator_entry(metadata, uid)
+    if entry is None:
+        return None
+    if entry["fullyFinished"]:
+        return FULLY_FINISHED
+    location = metadata["_location"]
+    handles = sorted(entry["subtasks"], key=lambda h: h["index"])
+    keyed_handles = [h for h in handles if h.get("keyGroups") is not None]
+    if keyed_handles and entry["maxParallelism"] != max_parallelism:
+        raise RestoreError(
+            f"operator {uid!r} was checkpointed with max parallelism {entry['maxParallelism']} but the job now "
+            f"uses {max_parallelism}; keyed state can only be restored with the same max parallelism"
+        )
+    unchanged = entry["parallelism"] == parallelism and not entry["finishedSubtasks"]
+    share = RestoredState()
+    my_groups = key_group_range(subtask, max_parallelism, parallelism)
+    dealt: dict[str, list[Any]] = {}
+    for handle in handles:
+        groups = handle.get("keyGroups")
+        overlaps = groups is not None and groups[0] < my_groups.stop and groups[1] >= my_groups.start
+        has_operator_state = handle.get("operatorState", True)
+        needed = overlaps or (
+            has_operator_state and (not unchanged or handle["index"] == subtask or handle.get("union", False))
+        )
+        if not needed:
+            continue
+        snapshot = load_snapshot(location, handle["path"])
+        for group, data in snapshot.keyed.items():
+            if group in my_groups:
+                share.keyed[group] = data
+        for name, items in snapshot.lists.items():
+            if unchanged:
+                if handle["index"] == subtask:
+                    share.lists[name] = list(items)
+            else:
+                dealt.setdefault(name, []).extend(items)
+        for name, items in snapshot.unions.items():
+            share.unions.setdefault(name, []).extend(items)
+        for name, entries in snapshot.broadcast.items():
+            if name not in share.broadcast and entries:
+                share.broadcast[name] = dict(entries)
+    for name, items in dealt.items():
+        share.lists[name] = items[subtask::parallelism]
+    return share

@@ -1,0 +1,42 @@
+"""The state one operator subtask hands to a checkpoint, and what it gets back on restore."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class OperatorSnapshot:
+    """One operator subtask's state at a checkpoint.
+
+    `keyed` maps key group -> entry name -> data; everything under a key group moves together when the
+    parallelism changes. `lists` is list state (dealt round-robin on rescale), `unions` union list
+    state (every subtask gets all), `broadcast` broadcast state (identical on all subtasks).
+    """
+
+    keyed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    lists: dict[str, list[Any]] = field(default_factory=dict)
+    unions: dict[str, list[Any]] = field(default_factory=dict)
+    broadcast: dict[str, dict[Any, Any]] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (
+            self.keyed
+            or any(self.lists.values())
+            or any(self.unions.values())
+            or any(self.broadcast.values())
+        )
+
+    def uses_union_state(self) -> bool:
+        return bool(self.unions)
+
+
+@dataclass
+class RestoredState:
+    """The share of an operator's checkpointed state that one new subtask restores."""
+
+    keyed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    lists: dict[str, list[Any]] = field(default_factory=dict)
+    unions: dict[str, list[Any]] = field(default_factory=dict)
+    broadcast: dict[str, dict[Any, Any]] = field(default_factory=dict)

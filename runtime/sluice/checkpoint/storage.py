@@ -1,0 +1,121 @@
+"""Checkpoint and savepoint files in object storage (see docs/reference/storage-layout.md).
+
+`_metadata` is written last and in one piece, so a directory without it is not a checkpoint and is
+never restored from: a crash half way through a checkpoint leaves only ignorable state files behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from fsspec.implementations.local import LocalFileSystem
+
+from sluice._fs import filesystem, join, normalize
+
+METADATA = "_metadata"
+_CHK = re.compile(r"chk-(\d+)$")
+
+
+class CheckpointStorage:
+    def __init__(self, checkpoint_dir: str, job_id: str) -> None:
+        self.checkpoint_dir = normalize(checkpoint_dir)
+        self.job_id = job_id
+        self.job_dir = join(self.checkpoint_dir, job_id)
+
+    def checkpoint_location(self, checkpoint_id: int) -> str:
+        return join(self.job_dir, f"chk-{checkpoint_id}")
+
+    def savepoint_location(self, target_dir: str, checkpoint_id: int) -> str:
+        return join(normalize(target_dir), f"savepoint-{self.job_id[:6]}-{checkpoint_id}")
+
+    def probe_writable(self, location: str) -> None:
+        """Fails with the storage's own error when `location` cannot be written."""
+        fs, path = filesystem(location)
+        fs.makedirs(path, exist_ok=True)
+        probe = f"{path}/.probe-{uuid.uuid4().hex}"
+        with fs.open(probe, "wb") as handle:
+            handle.write(b"ok")
+        fs.rm(probe)
+
+    def latest_completed(self) -> str | None:
+        """The newest checkpoint of this job that has its `_metadata`."""
+        fs, path = filesystem(self.job_dir)
+        try:
+            entries = fs.ls(path, detail=False)
+        except FileNotFoundError:
+            return None
+        ids = sorted(
+            (int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/")))), reverse=True
+        )
+        for cid in ids:
+            location = self.checkpoint_location(cid)
+            if exists(join(location, METADATA)):
+                return location
+        return None
+
+    def completed_ids(self) -> list[int]:
+        fs, path = filesystem(self.job_dir)
+        try:
+            entries = fs.ls(path, detail=False)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/"))))
+
+
+def write_bytes(location: str, name: str, data: bytes) -> int:
+    fs, path = filesystem(location)
+    fs.makedirs(path, exist_ok=True)
+    with fs.open(f"{path}/{name}", "wb") as handle:
+        handle.write(data)
+    return len(data)
+
+
+def read_bytes(location: str, name: str) -> bytes:
+    fs, path = filesystem(location)
+    with fs.open(f"{path}/{name}", "rb") as handle:
+        data: bytes = handle.read()
+    return data
+
+
+def exists(uri: str) -> bool:
+    fs, path = filesystem(uri)
+    return bool(fs.exists(path))
+
+
+def write_metadata(location: str, metadata: dict[str, Any]) -> None:
+    fs, path = filesystem(location)
+    fs.makedirs(path, exist_ok=True)
+    payload = json.dumps(metadata, indent=1, sort_keys=True).encode()
+    if isinstance(fs, LocalFileSystem):
+        # Local files: write aside and rename, so `_metadata` appears complete or not at all.
+        tmp = f"{path}/.{METADATA}.{uuid.uuid4().hex}"
+        with fs.open(tmp, "wb") as handle:
+            handle.write(payload)
+        fs.mv(tmp, f"{path}/{METADATA}")
+    else:
+        # Object stores publish an object only once its upload completes.
+        with fs.open(f"{path}/{METADATA}", "wb") as handle:
+            handle.write(payload)
+
+
+def read_metadata(location: str) -> dict[str, Any]:
+    uri = normalize(location)
+    if uri.endswith("/" + METADATA):
+        uri = uri[: -len(METADATA) - 1]
+    if not exists(join(uri, METADATA)):
+        raise FileNotFoundError(
+            f"{uri} is not a completed checkpoint or savepoint: it has no {METADATA} file "
+            "(the checkpoint never completed, or the path is wrong)"
+        )
+    data: dict[str, Any] = json.loads(read_bytes(uri, METADATA))
+    data["_location"] = uri
+    return data
+
+
+def discard(location: str) -> None:
+    fs, path = filesystem(location)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)

@@ -1,0 +1,157 @@
+"""The `sluice` command: run a pipeline, and talk to a running job's coordinator."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from sluice._durations import parse_duration
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not key=value")
+    return key, value
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="sluice", description="Streaming jobs with Flink's finishing semantics.")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a pipeline in the foreground until it ends")
+    run.add_argument("pipeline", help="a Python file that defines build(env)")
+    run.add_argument("--arg", action="append", type=_key_value, default=[], metavar="K=V", help="available as env.args[K]")
+    run.add_argument("--parallelism", type=_positive, default=1)
+    run.add_argument("--max-parallelism", type=_positive, default=128)
+    run.add_argument("--taskmanagers", type=_positive, default=None, help="default: the parallelism")
+    run.add_argument("--checkpoint-dir", default=None, help="URI; default: a local directory (printed)")
+    run.add_argument("--checkpoint-interval", type=_duration, default=None, help="e.g. 1s; default 10s")
+    run.add_argument("--checkpoint-timeout", type=_duration, default=600.0)
+    run.add_argument("--min-pause", type=_duration, default=0.0)
+    run.add_argument("--checkpoints-retained", type=_positive, default=1)
+    run.add_argument("--no-checkpoints-after-tasks-finish", action="store_true",
+                     help="decline checkpoints once any task has finished (behaviour before FLIP-147)")
+    run.add_argument("--savepoint-dir", default=None)
+    run.add_argument("--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from")
+    run.add_argument("--allow-non-restored-state", action="store_true")
+    run.add_argument("--job-id", default=None)
+    run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
+    run.add_argument("--rest-host", default="127.0.0.1")
+    run.add_argument("--host", choices=["processes"], default="processes", help="where TaskManagers run")
+    run.add_argument("--restart-strategy", choices=["fixed-delay", "exponential", "none"], default="fixed-delay")
+    run.add_argument("--max-restarts", type=int, default=3)
+    run.add_argument("--restart-delay", type=_duration, default=1.0)
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    status = sub.add_parser("status", help="print a running job's state")
+    status.add_argument("--address", required=True, help="the coordinator's REST URL, e.g. http://127.0.0.1:8081")
+
+    savepoint = sub.add_parser("savepoint", help="take a savepoint; the job keeps running")
+    savepoint.add_argument("--address", required=True)
+    savepoint.add_argument("--savepoint-dir", default=None)
+
+    stop = sub.add_parser("stop", help="stop the job with a savepoint (SUSPEND, or TERMINATE with --drain)")
+    stop.add_argument("--address", required=True)
+    stop.add_argument("--drain", action="store_true", help="flush everything first: fire all windows (TERMINATE)")
+    stop.add_argument("--savepoint-dir", default=None)
+
+    cancel = sub.add_parser("cancel", help="cancel the job without a savepoint")
+    cancel.add_argument("--address", required=True)
+    return top
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    if args.command == "run":
+        from sluice._runner import run_command
+
+        sys.exit(run_command(args, default_checkpoint_dir=f"{tempfile.gettempdir()}/sluice/checkpoints"))
+    try:
+        sys.exit(_client(args))
+    except _ClientError as err:
+        print(f"sluice {args.command}: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
+class _ClientError(Exception):
+    pass
+
+
+def _request(address: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(address.rstrip("/") + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as err:
+        try:
+            message = json.loads(err.read()).get("error", err.reason)
+        except ValueError:
+            message = err.reason
+        raise _ClientError(f"{method} {path}: {err.code} {message}") from err
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+        raise _ClientError(f"cannot reach the coordinator at {address}: {err}") from err
+
+
+def _client(args: argparse.Namespace) -> int:
+    address = args.address
+    if args.command == "status":
+        print(json.dumps(_request(address, "GET", "/v1/job"), indent=2))
+        return 0
+    if args.command == "cancel":
+        _request(address, "POST", "/v1/job/cancel")
+        return 0
+    body: dict[str, Any] = {"stop": False}
+    if args.command == "stop":
+        body["stop"] = "terminate" if args.drain else "suspend"
+    if args.savepoint_dir:
+        body["targetDirectory"] = args.savepoint_dir
+    trigger = _request(address, "POST", "/v1/savepoints", body)["triggerId"]
+    while True:
+        entry = _request(address, "GET", f"/v1/savepoints/{trigger}")
+        if entry["status"] != "IN_PROGRESS":
+            break
+        time.sleep(0.1)
+    if entry["status"] != "COMPLETED":
+        print(f"sluice {args.command}: savepoint failed: {entry['error']}", file=sys.stderr)
+        return 1
+    if args.command == "stop":
+        while True:
+            try:
+                state = _request(address, "GET", "/v1/job")["state"]
+            except _ClientError:
+                break  # the coordinator has exited: the job ended
+            if state in ("FINISHED", "FAILED", "CANCELED"):
+                if state != "FINISHED":
+                    print(f"sluice stop: the job ended {state}", file=sys.stderr)
+                    return 1
+                break
+            time.sleep(0.1)
+    print(entry["path"])
+    return 0
+
+
+if __name__ == "__main__":
+    main()

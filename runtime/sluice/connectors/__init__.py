@@ -1,0 +1,21 @@
+"""Sources and sinks."""
+
+from sluice.connectors.base import Sink, SinkWriter, Source, SplitReader, TransactionContext, TwoPhaseCommitSink
+from sluice.connectors.files import FileSink, FileSource
+from sluice.connectors.generator import GeneratorSource
+from sluice.connectors.print_sink import PrintSink
+from sluice.connectors.sequence import SequenceSource
+
+__all__ = [
+    "FileSink",
+    "FileSource",
+    "GeneratorSource",
+    "PrintSink",
+    "SequenceSource",
+    "Sink",
+    "SinkWriter",
+    "Source",
+    "SplitReader",
+    "TransactionContext",
+    "TwoPhaseCommitSink",
+]

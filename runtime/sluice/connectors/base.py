@@ -1,0 +1,117 @@
+"""Interfaces for sources and sinks.
+
+A source is cut into splits that are read independently; a split's position is checkpointed, so after
+a restore reading continues exactly where the checkpoint left it. A sink gets a writer per subtask; a
+two-phase-commit sink (`TwoPhaseCommitSink`) makes its output visible only when a checkpoint completes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Generic, TypeVar
+
+Split = TypeVar("Split")
+Txn = TypeVar("Txn")
+Committable = TypeVar("Committable")
+
+
+class SplitReader(ABC, Generic[Split]):
+    @abstractmethod
+    def read(self, max_records: int) -> list[Any] | None:
+        """Up to `max_records` records (possibly none for now), or None once the split is exhausted."""
+
+    @abstractmethod
+    def position(self) -> Split:
+        """The split as it stands now: restoring from it continues right after the last record read."""
+
+    def close(self) -> None:
+        pass
+
+
+class Source(ABC, Generic[Split]):
+    #: A bounded source ends; its tasks then finish and the job ends with a final checkpoint.
+    bounded: bool = True
+
+    @abstractmethod
+    def splits(self) -> list[Split]:
+        """All splits of a fresh start, in reading order."""
+
+    @abstractmethod
+    def open_split(self, split: Split) -> SplitReader[Split]:
+        pass
+
+    def records_per_second(self) -> float | None:
+        """A limit on the records per second over all splits, or None for as fast as possible."""
+        return None
+
+
+class SinkWriter(ABC):
+    @abstractmethod
+    def write(self, values: list[Any], timestamps: list[int] | None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Sink(ABC):
+    """An at-least-once sink: each subtask writes through its own writer."""
+
+    @abstractmethod
+    def create_writer(self, subtask_index: int, parallelism: int) -> SinkWriter:
+        pass
+
+
+class TwoPhaseCommitSink(ABC, Generic[Txn, Committable]):
+    """An exactly-once sink: data is written in transactions that commit when a checkpoint completes.
+
+    At each checkpoint the open transaction is pre-committed (made durable but not visible) and its
+    committable is stored in the checkpoint; when the checkpoint completes it is committed. After a
+    restore, committables found in the checkpoint are committed again, so `commit` must be idempotent.
+    A transaction that never reached a completed checkpoint is aborted (or simply never committed).
+    """
+
+    @abstractmethod
+    def begin(self, ctx: TransactionContext) -> Txn:
+        pass
+
+    @abstractmethod
+    def write(self, txn: Txn, values: list[Any], timestamps: list[int] | None) -> None:
+        pass
+
+    @abstractmethod
+    def pre_commit(self, txn: Txn) -> Committable:
+        pass
+
+    @abstractmethod
+    def commit(self, committable: Committable) -> None:
+        """Make the pre-committed data visible. Committing an already committed one is a no-op."""
+
+    @abstractmethod
+    def abort(self, txn: Txn) -> None:
+        pass
+
+    def recover(self, ctx: TransactionContext, committed: list[Committable]) -> None:
+        """Called once per subtask after a restore, after `committed` were committed again.
+
+        Sinks that leave resources behind for transactions that never reached a completed checkpoint
+        (for example prepared database transactions) release them here.
+        """
+
+
+class TransactionContext:
+    """Names a transaction uniquely across subtasks, attempts and checkpoints."""
+
+    def __init__(self, job_id: str, operator_uid: str, subtask_index: int, attempt: int) -> None:
+        self.job_id = job_id
+        self.operator_uid = operator_uid
+        self.subtask_index = subtask_index
+        self.attempt = attempt
+        self._sequence = 0
+
+    def next_name(self) -> str:
+        self._sequence += 1
+        return f"{self.operator_uid}-{self.subtask_index}-{self.attempt}-{self._sequence}"

@@ -1,0 +1,125 @@
+"""Text files: `FileSource` reads lines, one split per file; `FileSink` writes JSON lines exactly once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sluice._fs import filesystem, join, normalize
+from sluice.connectors.base import Source, SplitReader, TransactionContext, TwoPhaseCommitSink
+
+
+@dataclass(frozen=True)
+class FileSplit:
+    uri: str
+    offset: int
+    """Byte offset of the next line to read."""
+
+
+class FileSource(Source[FileSplit]):
+    """Lines of text files (UTF-8, without the line end), `file://` or `s3://`, one split per file."""
+
+    bounded = True
+
+    def __init__(self, path_or_glob: str) -> None:
+        self.uri = normalize(path_or_glob)
+
+    def splits(self) -> list[FileSplit]:
+        fs, path = filesystem(self.uri)
+        matches = sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]
+        files = [m for m in matches if fs.isfile(m)]
+        if not files:
+            raise FileNotFoundError(f"FileSource: no file matches {self.uri}")
+        protocol = self.uri.split("://", 1)[0]
+        return [FileSplit(f"{protocol}://{f.lstrip('/') if protocol != 'file' else f}", 0) for f in files]
+
+    def open_split(self, split: FileSplit) -> SplitReader[FileSplit]:
+        return _FileReader(split)
+
+
+class _FileReader(SplitReader[FileSplit]):
+    def __init__(self, split: FileSplit) -> None:
+        self.uri = split.uri
+        fs, path = filesystem(split.uri)
+        self._file = fs.open(path, "rb")
+        self._file.seek(split.offset)
+        self.offset = split.offset
+
+    def read(self, max_records: int) -> list[Any] | None:
+        lines = []
+        for _ in range(max_records):
+            line = self._file.readline()
+            if not line:
+                break
+            self.offset += len(line)
+            lines.append(line.rstrip(b"\r\n").decode("utf-8"))
+        return lines or None
+
+    def position(self) -> FileSplit:
+        return FileSplit(self.uri, self.offset)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass(frozen=True)
+class PendingFile:
+    """A closed, hidden file waiting to be published under its final name."""
+
+    hidden: str
+    final: str
+
+
+@dataclass
+class _OpenFile:
+    hidden: str
+    final: str
+    handle: Any
+
+
+class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
+    """Exactly-once JSON lines (tuples become arrays) into a directory, `file://` or `s3://`.
+
+    Records go to a hidden in-progress file (its name starts with "."); at a checkpoint the file is
+    closed (pre-commit) and on completion of that checkpoint renamed to `part-…` (commit). After a crash
+    nothing is lost or duplicated, and no half-written file is ever visible: hidden files of attempts that
+    never reached a completed checkpoint are left behind hidden and never published.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.uri = normalize(path)
+
+    def begin(self, ctx: TransactionContext) -> _OpenFile:
+        fs, root = filesystem(self.uri)
+        fs.makedirs(root, exist_ok=True)
+        name = f"part-{ctx.job_id[:8]}-{ctx.next_name()}.jsonl"
+        hidden = join(self.uri, f".{name}.inprogress")
+        return _OpenFile(hidden, join(self.uri, name), fs.open(filesystem(hidden)[1], "wb"))
+
+    def write(self, txn: _OpenFile, values: list[Any], timestamps: list[int] | None) -> None:
+        dumps = json.dumps
+        txn.handle.write(("\n".join([dumps(v) for v in values]) + "\n").encode("utf-8"))
+
+    def pre_commit(self, txn: _OpenFile) -> PendingFile:
+        txn.handle.close()
+        return PendingFile(txn.hidden, txn.final)
+
+    def commit(self, committable: PendingFile) -> None:
+        fs, hidden = filesystem(committable.hidden)
+        final = filesystem(committable.final)[1]
+        if fs.exists(hidden):
+            fs.mv(hidden, final)
+        elif not fs.exists(final):
+            raise FileNotFoundError(
+                f"FileSink: cannot publish {committable.final}: its pre-committed file {committable.hidden} "
+                "is gone (was the output directory changed or cleaned while the job ran?)"
+            )
+
+    def abort(self, txn: _OpenFile) -> None:
+        try:
+            txn.handle.close()
+        finally:
+            fs, hidden = filesystem(txn.hidden)
+            if fs.exists(hidden):
+                fs.rm(hidden)

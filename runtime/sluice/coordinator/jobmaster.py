@@ -1,0 +1,400 @@
+"""The job master: runs one job through attempts until it ends FINISHED, FAILED or CANCELED.
+
+An attempt: start TaskManagers on the host, wait until all registered, deploy every subtask (restoring
+from the latest completed checkpoint, or the savepoint the job starts from), then drive checkpoints
+until every subtask has finished. Any failure (a subtask fails, a TaskManager is lost) ends the attempt:
+all TaskManagers are stopped and the restart strategy decides whether a new attempt restores from the
+latest completed checkpoint (restart all, as FLIP-147's first version) or the job fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
+from sluice.checkpoint.plan import SubtaskId
+from sluice.checkpoint.storage import CheckpointStorage, read_metadata
+from sluice.coordinator.control import ControlServer, TaskManagerLink
+from sluice.coordinator.restart import RestartStrategy
+from sluice.coordinator.result_store import read_result, write_result
+from sluice.coordinator.validation import validate_restore
+from sluice.engine.wiring import placement
+from sluice.graph.jobgraph import JobGraph
+from sluice.hosts.base import TaskManagerHost
+
+log = logging.getLogger(__name__)
+TICK_S = 0.05
+
+
+@dataclass
+class JobConfig:
+    checkpoint_dir: str
+    job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
+    taskmanagers: int = 1
+    restart: RestartStrategy = field(default_factory=RestartStrategy)
+    from_savepoint: str | None = None
+    allow_non_restored_state: bool = False
+    savepoint_dir: str | None = None
+    registration_timeout_s: float = 120.0
+
+
+class _AttemptEnded(Exception):
+    def __init__(self, outcome: str, reason: str | None = None) -> None:
+        super().__init__(reason or outcome)
+        self.outcome, self.reason = outcome, reason
+
+
+@dataclass
+class StopRequest:
+    drain: bool
+    target_dir: str
+    done: asyncio.Future[str]
+    savepoint_triggered: bool = False
+
+
+class JobMaster:
+    def __init__(self, graph: JobGraph, config: JobConfig, host: TaskManagerHost) -> None:
+        self.graph = graph
+        self.config = config
+        self.host = host
+        self.storage = CheckpointStorage(config.checkpoint_dir, config.job_id)
+        self.state = "CREATED"
+        self.attempt = 0
+        self.restarts = 0
+        self.error: str | None = None
+        self.start_ms = time.time_ns() // 1_000_000
+        self.end_ms: int | None = None
+        self.subtasks: dict[SubtaskId, str] = {}
+        self.placement: dict[SubtaskId, int] = {}
+        self.metrics: dict[str, dict[str, int]] = {}
+        self.last_savepoint: str | None = None
+        self.checkpoints: CheckpointCoordinator | None = None
+        self.history_counts = {"completed": 0, "failed": 0}
+        self.stop_request: StopRequest | None = None
+        self.ended = asyncio.Event()
+        self.result: dict[str, Any] | None = None
+        self._events: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
+        self._control = ControlServer(self._on_message, self._on_lost)
+        self._graph_bytes = cloudpickle.dumps(graph)
+        self._final_done = False
+        self._next_checkpoint_id = 1
+
+    # -- observed state -------------------------------------------------------------------------------
+
+    def is_finished(self, vertex: int, subtask: int) -> bool:
+        return self.subtasks.get((vertex, subtask)) == "FINISHED"
+
+    def _all(self, *states: str) -> bool:
+        return all(s in states for s in self.subtasks.values())
+
+    # -- running the job -----------------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any]:
+        stored = await asyncio.to_thread(read_result, self.storage.job_dir)
+        if stored is not None:
+            self.state, self.result = stored["state"], stored
+            self.last_savepoint = stored.get("lastSavepoint")
+            self.error = stored.get("error")
+            self.ended.set()
+            return stored
+        await self._control.start(self.host.control_bind_host())
+        restore = await asyncio.to_thread(self.storage.latest_completed) or self.config.from_savepoint
+        try:
+            while True:
+                try:
+                    await self._attempt(restore)
+                except _AttemptEnded as ended:
+                    outcome, reason = ended.outcome, ended.reason
+                else:  # pragma: no cover - _attempt always ends by raising
+                    outcome, reason = "failed", "attempt ended without an outcome"
+                await self._end_attempt()
+                if outcome in ("finished", "canceled"):
+                    self.state = outcome.upper()
+                    break
+                self.error = reason
+                delay = self.config.restart.next_delay(self.restarts)
+                if delay is None or outcome == "fatal":
+                    self.state = "FAILED"
+                    break
+                log.warning("attempt %d failed: %s; restarting in %.1fs", self.attempt, reason, delay)
+                self.state = "RESTARTING"
+                self.restarts += 1
+                self.attempt += 1
+                await asyncio.sleep(delay)
+                restore = await asyncio.to_thread(self.storage.latest_completed) or restore
+        finally:
+            self.end_ms = time.time_ns() // 1_000_000
+            latest = self.checkpoints.latest.path if self.checkpoints and self.checkpoints.latest else None
+            self.result = await asyncio.to_thread(
+                write_result, self.storage.job_dir, self.config.job_id, self.state, self.last_savepoint, latest,
+                None if self.state == "FINISHED" else self.error,
+            )
+            await self._control.close()
+            self.ended.set()
+        return self.result
+
+    async def _attempt(self, restore: str | None) -> None:
+        metadata = None
+        if restore is not None:
+            metadata = await asyncio.to_thread(read_metadata, restore)
+            validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
+            self._next_checkpoint_id = max(self._next_checkpoint_id, metadata["checkpointId"] + 1)
+        self.state = "CREATED" if self.attempt == 0 else "RESTARTING"
+        self._final_done = False
+        self._events = asyncio.Queue()
+        self.subtasks = {(v.id, s): "DEPLOYING" for v in self.graph.vertices for s in range(v.parallelism)}
+        self.placement = placement(self.graph, self.config.taskmanagers)
+        self.checkpoints = CheckpointCoordinator(
+            self.graph, self.storage, self.config.checkpoints, self._send, self.is_finished, self._next_checkpoint_id
+        )
+        self._control.expect(self.config.taskmanagers, self.attempt)
+        await self.host.start(self.config.taskmanagers, self._control.address, self.attempt)
+        lost = asyncio.ensure_future(self.host.wait_lost())
+        try:
+            await self._await_registration(lost)
+            self._deploy(metadata)
+            self.state = "RUNNING"
+            await self._drive(lost)
+        finally:
+            lost.cancel()
+
+    async def _await_registration(self, lost: asyncio.Future[str]) -> None:
+        registered = asyncio.ensure_future(self._control.registered.wait())
+        done, _ = await asyncio.wait(
+            {registered, lost}, timeout=self.config.registration_timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        registered.cancel()
+        if lost in done:
+            raise _AttemptEnded("failed", lost.result())
+        if registered not in done:
+            raise _AttemptEnded(
+                "failed",
+                f"only {len(self._control.links)} of {self.config.taskmanagers} TaskManagers registered within "
+                f"{self.config.registration_timeout_s:g}s",
+            )
+
+    def _deploy(self, metadata: dict[str, Any] | None) -> None:
+        addresses = {str(i): [link.host, link.data_port] for i, link in self._control.links.items()}
+        where = {f"{v}:{s}": tm for (v, s), tm in self.placement.items()}
+        for index, link in self._control.links.items():
+            mine = [[v, s] for (v, s), tm in self.placement.items() if tm == index]
+            link.send({
+                "type": "deploy", "attempt": self.attempt, "jobId": self.config.job_id, "graph": self._graph_bytes,
+                "tasks": mine, "placement": where, "taskmanagers": addresses,
+                "restore": metadata["_location"] if metadata else None,
+            })
+
+    async def _drive(self, lost: asyncio.Future[str]) -> None:
+        assert self.checkpoints is not None
+        interval = self.config.checkpoints.interval_s
+        next_periodic = time.monotonic() + (interval or 0)
+        while True:
+            event = asyncio.ensure_future(self._events.get())
+            done, _ = await asyncio.wait({event, lost}, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
+            if lost in done:
+                event.cancel()
+                raise _AttemptEnded("failed", lost.result())
+            if event in done:
+                kind, reason = event.result()
+                if kind == "finished":
+                    raise _AttemptEnded("finished")
+                raise _AttemptEnded(kind, reason)
+            event.cancel()
+            self.checkpoints.check_timeouts()
+            self._maybe_stop_savepoint()
+            if self._should_take_final_checkpoint():
+                self._trigger("checkpoint")
+            elif interval and time.monotonic() >= next_periodic:
+                if self._periodic_allowed():
+                    self._trigger("checkpoint")
+                    next_periodic = time.monotonic() + interval
+
+    def _periodic_allowed(self) -> bool:
+        assert self.checkpoints is not None
+        paused = time.monotonic() - self.checkpoints.last_completion < self.config.checkpoints.min_pause_s
+        return not self.checkpoints.pending and not paused and self.stop_request is None
+
+    def _should_take_final_checkpoint(self) -> bool:
+        # As soon as every task has reached end of data, checkpoint now instead of at the next interval.
+        assert self.checkpoints is not None
+        if self._final_done or self.stop_request is not None or self.checkpoints.pending:
+            return False
+        return self._all("END_OF_DATA", "FINISHED") and not self._all("FINISHED")
+
+    def _trigger(self, kind: str, target_dir: str | None = None, stop_mode: str | None = None) -> asyncio.Future[dict[str, Any]] | None:
+        assert self.checkpoints is not None
+        all_ended = self._all("END_OF_DATA", "FINISHED")
+        try:
+            pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
+        except CheckpointDeclined:
+            return None
+        self._next_checkpoint_id = self.checkpoints.next_id
+        assert pending.done is not None
+        if all_ended:
+            pending.done.add_done_callback(self._final_completed)
+        return pending.done
+
+    def _final_completed(self, done: asyncio.Future[dict[str, Any]]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._final_done = True
+
+    async def _end_attempt(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.abort_all("the job attempt ended")
+        await self._control.close_links()
+        await self.host.stop()
+        request = self.stop_request
+        if request is not None and not request.done.done():
+            request.done.set_exception(RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}"))
+
+    # -- messages from TaskManagers -------------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any], subtasks: list[SubtaskId] | None) -> None:
+        if subtasks is None:
+            self._control.broadcast(message)
+            return
+        targets = {self.placement[s] for s in subtasks}
+        for index in targets:
+            link = self._control.links.get(index)
+            if link is not None:
+                link.send(message)
+
+    def _on_message(self, link: TaskManagerLink, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "task":
+            self._on_task_state(message)
+        elif kind == "ack" and self.checkpoints is not None:
+            self.checkpoints.on_ack(message)
+        elif kind == "decline" and self.checkpoints is not None:
+            self.checkpoints.on_decline(message)
+        elif kind == "metrics":
+            self.metrics.update(message["metrics"])
+
+    def _on_task_state(self, message: dict[str, Any]) -> None:
+        subtask = (message["vertex"], message["subtask"])
+        state = message["state"]
+        self.subtasks[subtask] = state
+        name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
+        if state == "FAILED":
+            log.error("task %s failed: %s\n%s", name, message.get("error"), message.get("trace", ""))
+            self._events.put_nowait(("failed", f"task {name} failed: {message.get('error')}"))
+        elif state == "FINISHED":
+            assert self.checkpoints is not None
+            self.checkpoints.on_task_finished(subtask)
+            if self._all("FINISHED"):
+                self._events.put_nowait(("finished", None))
+
+    def _on_lost(self, link: TaskManagerLink, attempt: int) -> None:
+        if attempt == self.attempt and self.state in ("RUNNING", "CREATED", "RESTARTING") and not self._all("FINISHED"):
+            self._events.put_nowait(("failed", f"lost the connection to TaskManager {link.index} (pid {link.pid})"))
+
+    # -- operations ---------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        self._events.put_nowait(("canceled", "canceled by request"))
+
+    async def trigger_savepoint(self, target_dir: str | None) -> str:
+        """Takes a savepoint while the job keeps running; returns its path."""
+        target = self._savepoint_target(target_dir)
+        await asyncio.to_thread(self.storage.probe_writable, target)
+        if self.state != "RUNNING":
+            raise RuntimeError(f"the job is {self.state}, a savepoint needs it RUNNING")
+        done = self._trigger("savepoint", target)
+        if done is None:
+            raise RuntimeError("the savepoint was declined: " + (self.checkpoints.history[-1].error or "") if self.checkpoints else "")
+        metadata = await done
+        path = metadata.get("_location") or self.storage.savepoint_location(target, metadata["checkpointId"])
+        self.last_savepoint = path
+        return path
+
+    def _savepoint_target(self, target_dir: str | None) -> str:
+        target = target_dir or self.config.savepoint_dir
+        if not target:
+            raise ValueError("no savepoint directory: pass targetDirectory / --savepoint-dir, or start the job with --savepoint-dir")
+        return target
+
+    async def stop_with_savepoint(self, drain: bool, target_dir: str | None) -> str:
+        """Stops the sources, lets every task finish (drain) or just end (no drain), takes the savepoint.
+
+        The job then ends FINISHED. When the savepoint fails, the job is restarted from its latest
+        checkpoint and keeps running; the error is raised.
+        """
+        target = self._savepoint_target(target_dir)
+        await asyncio.to_thread(self.storage.probe_writable, target)
+        if self.state != "RUNNING" or self.stop_request is not None:
+            raise RuntimeError(f"the job is {self.state}{' and already stopping' if self.stop_request else ''}")
+        request = StopRequest(drain, target, asyncio.get_running_loop().create_future())
+        self.stop_request = request
+        self._control.broadcast({"type": "stop", "drain": drain})
+        try:
+            return await request.done
+        finally:
+            self.stop_request = None
+
+    def _maybe_stop_savepoint(self) -> None:
+        request = self.stop_request
+        if request is None or request.savepoint_triggered or not self._all("END_OF_DATA", "FINISHED"):
+            return
+        assert self.checkpoints is not None
+        if self.checkpoints.pending:
+            return
+        request.savepoint_triggered = True
+        done = self._trigger("savepoint", request.target_dir, "drain" if request.drain else "no-drain")
+
+        def settle(future: asyncio.Future[dict[str, Any]] | None) -> None:
+            if request.done.done():
+                return
+            if future is None or future.cancelled() or future.exception() is not None:
+                reason = "declined" if future is None or future.cancelled() else str(future.exception())
+                request.done.set_exception(RuntimeError(f"stop-with-savepoint failed: {reason}"))
+                # The sources have stopped already: go back to running from the latest checkpoint.
+                self._events.put_nowait(("failed", f"stop-with-savepoint failed ({reason}); resuming"))
+                return
+            metadata = future.result()
+            self.last_savepoint = metadata["_location"]
+            request.done.set_result(metadata["_location"])
+
+        if done is None:
+            settle(None)
+        else:
+            done.add_done_callback(settle)
+
+    # -- for the REST API and progress ------------------------------------------------------------------
+
+    def totals(self) -> dict[str, int]:
+        total = {"recordsIn": 0, "recordsOut": 0, "lateRecordsDropped": 0}
+        for values in self.metrics.values():
+            for key in total:
+                total[key] += values.get(key, 0)
+        return total
+
+    def as_json(self) -> dict[str, Any]:
+        states = list(self.subtasks.values())
+        vertices = []
+        for vertex in self.graph.vertices:
+            vertices.append({
+                "id": vertex.id, "name": vertex.name, "uids": vertex.uids, "parallelism": vertex.parallelism,
+                "subtasks": [
+                    {"index": s, "state": self.subtasks.get((vertex.id, s), "CREATED"),
+                     "taskManager": self.placement.get((vertex.id, s))}
+                    for s in range(vertex.parallelism)
+                ],
+            })
+        return {
+            "jobId": self.config.job_id, "name": self.graph.name, "state": self.state,
+            "startTime": self.start_ms, "endTime": self.end_ms, "attempt": self.attempt, "restarts": self.restarts,
+            "error": self.error, "lastSavepoint": self.last_savepoint,
+            "subtasks": {
+                "total": len(states), "running": sum(s not in ("FINISHED", "FAILED", "CANCELED") for s in states),
+                "finished": states.count("FINISHED"),
+            },
+            "vertices": vertices, "metrics": self.totals(),
+        }

@@ -1,0 +1,106 @@
+"""The coordinator's REST API (docs/reference/rest-api.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from aiohttp import web
+
+from sluice.coordinator.jobmaster import JobMaster
+
+_trigger_ids = itertools.count(1)
+
+
+class RestApi:
+    def __init__(self, job: JobMaster) -> None:
+        self.job = job
+        self.savepoints: dict[str, dict[str, Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.app = web.Application()
+        self.app.add_routes([
+            web.get("/v1/health", self.health),
+            web.get("/v1/job", self.get_job),
+            web.get("/v1/checkpoints", self.get_checkpoints),
+            web.post("/v1/savepoints", self.post_savepoint),
+            web.get("/v1/savepoints/{trigger_id}", self.get_savepoint),
+            web.post("/v1/job/cancel", self.cancel),
+        ])
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self, host: str, port: int) -> str:
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def get_job(self, request: web.Request) -> web.Response:
+        return web.json_response(self.job.as_json())
+
+    async def get_checkpoints(self, request: web.Request) -> web.Response:
+        cc = self.job.checkpoints
+        if cc is None:
+            return web.json_response({"counts": {"completed": 0, "failed": 0, "inProgress": 0}, "latest": None,
+                                      "latestSavepoint": None, "history": [], "inProgress": []})
+        return web.json_response(cc.as_json())
+
+    async def post_savepoint(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json() if request.can_read_body else {}
+        except ValueError:
+            return _error(400, "the body must be JSON: {\"stop\": false|\"suspend\"|\"terminate\", \"targetDirectory\": URI}")
+        stop = body.get("stop", False)
+        if stop not in (False, None, "suspend", "terminate"):
+            return _error(400, f"stop must be false, \"suspend\" or \"terminate\", not {stop!r}")
+        target = body.get("targetDirectory")
+        if target is not None and not isinstance(target, str):
+            return _error(400, "targetDirectory must be a URI string")
+        if target is None and not self.job.config.savepoint_dir:
+            return _error(400, "no targetDirectory given and the job has no default savepoint directory")
+        if self.job.state != "RUNNING":
+            return _error(409, f"the job is {self.job.state}; savepoints need a RUNNING job")
+        trigger_id = str(next(_trigger_ids))
+        entry: dict[str, Any] = {"status": "IN_PROGRESS", "path": None, "checkpointId": None, "error": None,
+                                 "stop": stop or None}
+        self.savepoints[trigger_id] = entry
+        task = asyncio.create_task(self._run_savepoint(entry, stop or None, target))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return web.json_response({"triggerId": trigger_id}, status=202)
+
+    async def _run_savepoint(self, entry: dict[str, Any], stop: str | None, target: str | None) -> None:
+        try:
+            if stop is None:
+                path = await self.job.trigger_savepoint(target)
+            else:
+                path = await self.job.stop_with_savepoint(stop == "terminate", target)
+        except Exception as err:
+            entry.update(status="FAILED", error=f"{type(err).__name__}: {err}")
+            return
+        entry.update(status="COMPLETED", path=path, checkpointId=int(path.rsplit("-", 1)[-1]))
+
+    async def get_savepoint(self, request: web.Request) -> web.Response:
+        entry = self.savepoints.get(request.match_info["trigger_id"])
+        if entry is None:
+            return _error(404, f"no savepoint trigger {request.match_info['trigger_id']!r}")
+        return web.json_response(entry)
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        self.job.cancel()
+        return web.json_response({"ok": True}, status=202)
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)

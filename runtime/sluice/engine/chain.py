@@ -1,0 +1,163 @@
+"""The operators of one subtask, joined by direct calls, and the lifecycle calls over all of them."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.checkpoint.restore import FULLY_FINISHED, Share
+from sluice.checkpoint.snapshot import OperatorSnapshot
+from sluice.engine.context import Metrics, OperatorContext
+from sluice.engine.events import MAX_WATERMARK, Event, Watermark
+from sluice.engine.operators.base import StreamOperator
+from sluice.engine.writer import RecordWriter
+from sluice.graph.jobgraph import JobVertex
+from sluice.state.keygroups import key_group_range
+
+
+class _ChainedOutput:
+    __slots__ = ("_next",)
+
+    def __init__(self, next_operator: StreamOperator) -> None:
+        self._next = next_operator
+
+    def emit(self, values: list[Any], timestamps: list[int] | None) -> None:
+        self._next.process_batch(values, timestamps)
+
+    def emit_watermark(self, timestamp: int) -> None:
+        self._next.process_watermark(timestamp)
+
+
+class _TaskOutput:
+    __slots__ = ("_metrics", "_writers")
+
+    def __init__(self, writers: list[RecordWriter], metrics: Metrics) -> None:
+        self._writers = writers
+        self._metrics = metrics
+
+    def emit(self, values: list[Any], timestamps: list[int] | None) -> None:
+        self._metrics.records_out += len(values)
+        for writer in self._writers:
+            writer.emit(values, timestamps)
+
+    def emit_watermark(self, timestamp: int) -> None:
+        event = Watermark(timestamp)
+        for writer in self._writers:
+            writer.broadcast_event(event)
+
+
+@dataclass
+class OperatorAck:
+    """What one operator subtask reports for a checkpoint."""
+
+    uid: str
+    data: bytes | None
+    finished: bool
+    union: bool
+    operator_state: bool
+    key_groups: tuple[int, int] | None
+
+
+class OperatorChain:
+    def __init__(
+        self,
+        vertex: JobVertex,
+        subtask_index: int,
+        attempt: int,
+        job_id: str,
+        writers: list[RecordWriter],
+        metrics: Metrics,
+        restore: dict[str, Share],
+    ) -> None:
+        self.vertex = vertex
+        self.writers = writers
+        self.operators: list[StreamOperator] = [spec.create() for spec in vertex.operators]
+        finished = [restore.get(op.uid) is FULLY_FINISHED for op in self.operators]
+        self.finished_on_restore = all(finished)
+        output: Any = _TaskOutput(writers, metrics)
+        for op in reversed(self.operators):
+            ctx = OperatorContext(
+                operator_uid=op.uid,
+                subtask_index=subtask_index,
+                parallelism=vertex.parallelism,
+                max_parallelism=vertex.max_parallelism,
+                attempt=attempt,
+                metrics=metrics,
+                keyed=op.is_keyed,
+                job_id=job_id,
+            )
+            op.setup(ctx, output)
+            output = _ChainedOutput(op)
+        self.head = self.operators[0]
+        self._restore = restore
+        self._key_groups = key_group_range(subtask_index, vertex.max_parallelism, vertex.parallelism)
+        self.operators_finished = False
+
+    def open(self) -> None:
+        # Tail first: an operator must be ready before its predecessor can emit into it.
+        for op in reversed(self.operators):
+            share = self._restore.get(op.uid)
+            op.initialize_state(None if share is None or share is FULLY_FINISHED else share)  # type: ignore[arg-type]
+            op.open()
+
+    def end_of_input(self, drain: bool, watermark_done: bool) -> None:
+        """Drain: MAX_WATERMARK (fires all event-time timers), then end_input and finish head to tail."""
+        for op in self.operators:
+            op.stop_processing_timers()
+        if drain:
+            if not watermark_done:
+                self.head.process_watermark(MAX_WATERMARK)
+            for op in self.operators:
+                op.end_input(0)
+                op.finish()
+            self.operators_finished = True
+
+    def snapshot(self, checkpoint_id: int) -> list[OperatorAck]:
+        acks = []
+        for op in self.operators:
+            snap: OperatorSnapshot | None = op.snapshot_state(checkpoint_id)
+            data = pickle.dumps(snap, protocol=5) if snap is not None and not snap.is_empty() else None
+            keyed = snap is not None and bool(snap.keyed)
+            acks.append(
+                OperatorAck(
+                    uid=op.uid,
+                    data=data,
+                    finished=self.operators_finished,
+                    union=snap is not None and snap.uses_union_state(),
+                    operator_state=snap is not None and bool(snap.lists or snap.unions or snap.broadcast),
+                    key_groups=(self._key_groups.start, self._key_groups.stop - 1) if op.is_keyed or keyed else None,
+                )
+            )
+        return acks
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        for op in self.operators:
+            op.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        for op in self.operators:
+            op.notify_checkpoint_aborted(checkpoint_id)
+
+    def close(self) -> None:
+        """Closes every operator, even when one of them fails; re-raises the first error."""
+        first: BaseException | None = None
+        for op in self.operators:
+            try:
+                op.close()
+            except Exception as err:
+                first = first or err
+        if first is not None:
+            raise first
+
+    def next_processing_timer(self) -> int | None:
+        due = [t for op in self.operators if (t := op.next_processing_timer()) is not None]
+        return min(due) if due else None
+
+    def on_processing_time(self, now_ms: int) -> None:
+        for op in self.operators:
+            op.on_processing_time(now_ms)
+
+    def broadcast(self, event: Event) -> None:
+        for writer in self.writers:
+            writer.broadcast_event(event)

@@ -1,0 +1,117 @@
+"""Channels between subtasks and the bounded buffers that give backpressure.
+
+Every channel ends in an `InputChannel` of the receiving subtask: a queue of at most `capacity` events.
+A sender that finds it full waits, so a slow consumer slows its producers instead of filling memory.
+Local senders put into the queue directly; remote senders write to a socket whose reader puts into the
+queue (and stops reading while it is full, which lets TCP flow control push back on the sender).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from sluice.engine.events import Event
+
+DEFAULT_CAPACITY = 8
+
+
+class InputChannel:
+    __slots__ = ("_gate", "_queue", "_space", "capacity", "index", "input_index")
+
+    def __init__(self, index: int, input_index: int, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.index = index
+        self.input_index = input_index
+        self.capacity = capacity
+        self._queue: deque[Event] = deque()
+        self._space = asyncio.Event()
+        self._space.set()
+        self._gate: InputGate | None = None
+
+    async def put(self, event: Event) -> None:
+        while len(self._queue) >= self.capacity:
+            self._space.clear()
+            await self._space.wait()
+        self._queue.append(event)
+        if self._gate is not None:
+            self._gate.notify()
+
+    def put_nowait(self, event: Event) -> None:
+        self._queue.append(event)
+        if self._gate is not None:
+            self._gate.notify()
+
+    def poll(self) -> Event | None:
+        if not self._queue:
+            return None
+        event = self._queue.popleft()
+        if len(self._queue) < self.capacity:
+            self._space.set()
+        return event
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+
+class InputGate:
+    """All input channels of one subtask; hands out events round-robin from channels not blocked."""
+
+    def __init__(self, channels: list[InputChannel]) -> None:
+        self.channels = channels
+        self.blocked: set[int] = set()
+        self.closed: set[int] = set()
+        self._available = asyncio.Event()
+        self._next = 0
+        for channel in channels:
+            channel._gate = self
+
+    def notify(self) -> None:
+        self._available.set()
+
+    def poll(self) -> tuple[int, Event] | None:
+        channels, count = self.channels, len(self.channels)
+        for step in range(count):
+            i = (self._next + step) % count
+            if i in self.blocked:
+                continue
+            event = channels[i].poll()
+            if event is not None:
+                # Stay on this channel: consecutive batches of one channel are cheapest to process.
+                self._next = i
+                return i, event
+        return None
+
+    async def wait(self, timeout: float | None) -> None:
+        self._available.clear()
+        if self.poll_ready():
+            return
+        try:
+            await asyncio.wait_for(self._available.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    def poll_ready(self) -> bool:
+        return any(len(c) and i not in self.blocked for i, c in enumerate(self.channels))
+
+    def rotate(self) -> None:
+        """Moves to the next channel so that one busy channel does not starve the others."""
+        if self.channels:
+            self._next = (self._next + 1) % len(self.channels)
+
+
+class OutputChannel:
+    """Where one subtask sends events to one downstream subtask."""
+
+    async def send(self, event: Event) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        pass
+
+
+class LocalOutputChannel(OutputChannel):
+    def __init__(self, target: InputChannel) -> None:
+        self.target = target
+
+    async def send(self, event: Event) -> None:
+        await self.target.put(event)

@@ -1,0 +1,105 @@
+"""The view an operator (and the user function inside it) has of its subtask."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
+from sluice.state.operator_state import OperatorStateStore
+
+
+class Metrics:
+    """Counters a subtask reports to the coordinator with every heartbeat."""
+
+    __slots__ = ("late_records_dropped", "records_in", "records_out")
+
+    def __init__(self) -> None:
+        self.records_in = 0
+        self.records_out = 0
+        self.late_records_dropped = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "recordsIn": self.records_in,
+            "recordsOut": self.records_out,
+            "lateRecordsDropped": self.late_records_dropped,
+        }
+
+
+def processing_time_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class OperatorContext:
+    def __init__(
+        self,
+        *,
+        operator_uid: str,
+        subtask_index: int,
+        parallelism: int,
+        max_parallelism: int,
+        attempt: int,
+        metrics: Metrics,
+        keyed: bool,
+        job_id: str = "",
+    ) -> None:
+        self.job_id = job_id
+        self._uid = operator_uid
+        self._index = subtask_index
+        self._parallelism = parallelism
+        self._max_parallelism = max_parallelism
+        self._attempt = attempt
+        self.metrics = metrics
+        self.keyed_backend = KeyedStateBackend(max_parallelism) if keyed else None
+        self.operator_state = OperatorStateStore()
+
+    @property
+    def subtask_index(self) -> int:
+        return self._index
+
+    @property
+    def parallelism(self) -> int:
+        return self._parallelism
+
+    @property
+    def max_parallelism(self) -> int:
+        return self._max_parallelism
+
+    @property
+    def operator_uid(self) -> str:
+        return self._uid
+
+    @property
+    def attempt(self) -> int:
+        return self._attempt
+
+    def _backend(self, what: str) -> KeyedStateBackend:
+        if self.keyed_backend is None:
+            raise RuntimeError(
+                f"operator {self._uid!r} asked for keyed {what} state but is not keyed: "
+                "use key_by(...) before process(...) to get keyed state"
+            )
+        return self.keyed_backend
+
+    def get_state(self, descriptor: ValueStateDescriptor[Any]) -> ValueState[Any]:
+        return self._backend("value").value_state(descriptor)
+
+    def get_list_state(self, descriptor: ListStateDescriptor[Any]) -> ListState[Any]:
+        return self._backend("list").list_state(descriptor)
+
+    def get_map_state(self, descriptor: MapStateDescriptor) -> MapState:
+        return self._backend("map").map_state(descriptor)
+
+    def get_operator_list_state(self, name: str) -> list[Any]:
+        return self.operator_state.list_state(name)
+
+    def get_union_list_state(self, name: str) -> list[Any]:
+        return self.operator_state.union_list_state(name)
+
+    def get_broadcast_state(self, name: str) -> dict[Any, Any]:
+        return self.operator_state.broadcast_state(name)
+
+    def current_processing_time(self) -> int:
+        return processing_time_ms()

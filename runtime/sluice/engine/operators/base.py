@@ -1,0 +1,76 @@
+"""The operator lifecycle (FLIP-147):
+
+    initialize_state -> open -> process_batch / process_watermark ... -> end_input(i) -> finish
+        -> snapshot_state -> notify_checkpoint_complete -> close
+
+`finish` flushes buffered data and may still emit; `close` only releases resources and is also called
+when the task fails or stops without draining. After `finish` an operator accepts no more records but
+still takes part in checkpoints until the task ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.engine.context import OperatorContext
+
+
+class Output(Protocol):
+    def emit(self, values: list[Any], timestamps: list[int] | None) -> None: ...
+    def emit_watermark(self, timestamp: int) -> None: ...
+
+
+class StreamOperator:
+    """Base class: forwards everything unchanged. Subclasses override what they change."""
+
+    uid: str = ""
+    #: Keyed operators need the key group split of their state and the key selector of their input.
+    is_keyed: bool = False
+
+    def setup(self, ctx: OperatorContext, output: Output) -> None:
+        self.ctx = ctx
+        self.output = output
+
+    def initialize_state(self, restored: RestoredState | None) -> None:
+        """Restore from `restored` (None on a fresh start); runs before `open`."""
+
+    def open(self) -> None:
+        pass
+
+    def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        self.output.emit(values, timestamps)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.output.emit_watermark(timestamp)
+
+    def end_input(self, input_index: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        return None
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        pass
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def next_processing_timer(self) -> int | None:
+        """The earliest processing-time timer (ms since the epoch), or None."""
+        return None
+
+    def on_processing_time(self, now_ms: int) -> None:
+        pass
+
+    def stop_processing_timers(self) -> None:
+        """Called when the task finishes: processing-time timers do not fire any more."""
+
+    def uses_union_state(self) -> bool:
+        return False

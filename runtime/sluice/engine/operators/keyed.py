@@ -1,0 +1,187 @@
+"""Keyed operators: the rolling reduce and the keyed process function with state and timers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sluice.api.functions import KeyedProcessFunction
+from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.engine.context import processing_time_ms
+from sluice.engine.operators._udf import UdfOperator
+from sluice.engine.operators.base import StreamOperator
+from sluice.engine.timers import TimerService
+from sluice.state.keygroups import key_group_for
+
+_MISSING = object()
+
+
+class KeyedReduceOperator(StreamOperator):
+    """Emits the running reduction of each key after every record."""
+
+    is_keyed = True
+
+    def __init__(self, uid: str, key_selector: Callable[[Any], Any], reduce: Callable[[Any, Any], Any]) -> None:
+        self.uid = uid
+        self.key_selector = key_selector
+        self.reduce_fn = reduce
+        self.values: dict[Any, Any] = {}
+
+    def initialize_state(self, restored: RestoredState | None) -> None:
+        if restored is not None:
+            for group in restored.keyed.values():
+                self.values.update(group.get("reduce", {}))
+
+    def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        key_of, reduce, state = self.key_selector, self.reduce_fn, self.values
+        out = []
+        for value in values:
+            key = key_of(value)
+            acc = state.get(key, _MISSING)
+            acc = value if acc is _MISSING else reduce(acc, value)
+            state[key] = acc
+            out.append(acc)
+        self.output.emit(out, timestamps)
+
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        if not self.values:
+            return None
+        mp = self.ctx.max_parallelism
+        keyed: dict[int, dict[str, Any]] = {}
+        for key, acc in self.values.items():
+            keyed.setdefault(key_group_for(key, mp), {"reduce": {}})["reduce"][key] = acc
+        return OperatorSnapshot(keyed=keyed)
+
+
+class _Context:
+    """The context handed to process_element / on_timer; one instance reused for every call."""
+
+    __slots__ = ("_op", "key", "time_domain", "timestamp")
+
+    def __init__(self, op: KeyedProcessOperator) -> None:
+        self._op = op
+        self.key: Any = None
+        self.timestamp: int | None = None
+        self.time_domain: str | None = None
+
+    @property
+    def timer_service(self) -> _Context:
+        return self
+
+    def current_watermark(self) -> int:
+        return self._op.timers.watermark
+
+    def current_processing_time(self) -> int:
+        return processing_time_ms()
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._op.timers.event.register(self.key, timestamp)
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        if not self._op.processing_timers_stopped:
+            self._op.timers.processing.register(self.key, timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._op.timers.event.delete(self.key, timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._op.timers.processing.delete(self.key, timestamp)
+
+
+class KeyedProcessOperator(UdfOperator):
+    is_keyed = True
+
+    def __init__(self, uid: str, key_selector: Callable[[Any], Any], fn: KeyedProcessFunction) -> None:
+        if not isinstance(fn, KeyedProcessFunction):
+            raise TypeError(f"operator {uid!r}: process() on a keyed stream needs a sluice.KeyedProcessFunction")
+        super().__init__(uid, fn)
+        self.key_selector = key_selector
+        self.timers = TimerService()
+        self.processing_timers_stopped = False
+        self._context = _Context(self)
+
+    def initialize_state(self, restored: RestoredState | None) -> None:
+        super().initialize_state(restored)
+        if restored is not None:
+            for group in restored.keyed.values():
+                self.timers.restore(group.get("timers", []))
+
+    def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        backend = self.ctx.keyed_backend
+        assert backend is not None
+        ctx, key_of, call = self._context, self.key_selector, self.fn.process_element
+        ctx.time_domain = None
+        out: list[Any] = []
+        out_ts: list[int] = []
+        for i, value in enumerate(values):
+            key = key_of(value)
+            backend.current_key = ctx.key = key
+            ts = ctx.timestamp = None if timestamps is None else timestamps[i]
+            produced = call(value, ctx)
+            if produced is not None:
+                self._collect(produced, ts, out, out_ts)
+        self._flush(out, out_ts, timestamps is not None)
+
+    def _collect(self, produced: Iterable[Any], ts: int | None, out: list[Any], out_ts: list[int]) -> None:
+        before = len(out)
+        out.extend(produced)
+        if ts is not None:
+            out_ts.extend([ts] * (len(out) - before))
+
+    def _flush(self, out: list[Any], out_ts: list[int], timed: bool) -> None:
+        if out:
+            self.output.emit(out, out_ts if timed and len(out_ts) == len(out) else None)
+
+    def process_watermark(self, timestamp: int) -> None:
+        if timestamp <= self.timers.watermark:
+            return
+        firing = _TimerFiring(self, "event")
+        self.timers.advance_watermark(timestamp, firing)
+        firing.flush()
+        self.output.emit_watermark(timestamp)
+
+    def next_processing_timer(self) -> int | None:
+        return None if self.processing_timers_stopped else self.timers.processing.peek()
+
+    def on_processing_time(self, now_ms: int) -> None:
+        firing = _TimerFiring(self, "processing")
+        self.timers.fire_processing(now_ms, firing)
+        firing.flush()
+
+    def stop_processing_timers(self) -> None:
+        self.processing_timers_stopped = True
+
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        snap = super().snapshot_state(checkpoint_id) or OperatorSnapshot()
+        for group, entries in self.timers.snapshot(self.ctx.max_parallelism).items():
+            snap.keyed.setdefault(group, {}).update(entries)
+        return None if snap.is_empty() else snap
+
+
+class _TimerFiring:
+    """Calls `on_timer` for each due timer and emits what it returns, in batches."""
+
+    def __init__(self, op: KeyedProcessOperator, domain: str) -> None:
+        self._op = op
+        self._domain = domain
+        self._out: list[Any] = []
+        self._out_ts: list[int] = []
+
+    def __call__(self, key: Any, timestamp: int) -> None:
+        op = self._op
+        backend = op.ctx.keyed_backend
+        assert backend is not None
+        ctx = op._context
+        backend.current_key = ctx.key = key
+        ctx.timestamp = timestamp
+        ctx.time_domain = self._domain
+        produced = op.fn.on_timer(timestamp, ctx)
+        if produced is not None:
+            op._collect(produced, timestamp, self._out, self._out_ts)
+            if len(self._out) >= 1024:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._out:
+            self._op._flush(self._out, self._out_ts, True)
+            self._out, self._out_ts = [], []

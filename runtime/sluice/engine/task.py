@@ -1,0 +1,373 @@
+"""One subtask: runs its operator chain over its inputs (or its source) and takes part in checkpoints.
+
+Finishing (FLIP-147), for a source that ran out, a stop-with-savepoint, or a task whose inputs all
+delivered EndOfData:
+  1. with drain: MAX_WATERMARK, end_input and finish on every operator; without drain neither;
+     then EndOfData(drain) to every output, and END_OF_DATA reported to the coordinator;
+  2. keep taking part in checkpoints until the first checkpoint taken after step 1 completes
+     (that is the final checkpoint or the stop's savepoint; if it fails, the next one);
+  3. close every operator, send EndOfPartition, report FINISHED and exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.checkpoint.storage import write_bytes
+from sluice.engine._alignment import BarrierAligner
+from sluice.engine._watermarks import WatermarkValve
+from sluice.engine.chain import OperatorAck, OperatorChain
+from sluice.engine.channels import InputGate
+from sluice.engine.context import Metrics, processing_time_ms
+from sluice.engine.events import (
+    MAX_WATERMARK,
+    CancelCheckpoint,
+    CheckpointBarrier,
+    EndOfData,
+    EndOfPartition,
+    RecordBatch,
+    Watermark,
+    WatermarkStatus,
+)
+from sluice.engine.operators.source import SourceOperator
+from sluice.engine.writer import BATCH_SIZE, RecordWriter
+
+Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Trigger:
+    checkpoint_id: int
+    timestamp: int
+    location: str
+    is_savepoint: bool
+
+
+@dataclass
+class Stop:
+    drain: bool
+
+
+@dataclass
+class Complete:
+    checkpoint_id: int
+
+
+@dataclass
+class Abort:
+    checkpoint_id: int
+
+
+class StreamTask:
+    def __init__(
+        self,
+        chain: OperatorChain,
+        subtask_index: int,
+        gate: InputGate | None,
+        input_edges: list[int],
+        report: Report,
+        metrics: Metrics,
+        rate: float | None = None,
+    ) -> None:
+        self.chain = chain
+        self.vertex = chain.vertex
+        self.subtask_index = subtask_index
+        self.gate = gate
+        self.input_edges = input_edges
+        """Input edge index of each input channel."""
+        self.report = report
+        self.metrics = metrics
+        self.rate = rate
+        self.mailbox: deque[Trigger | Stop | Complete | Abort] = deque()
+        self.wakeup = asyncio.Event()
+        channels = len(input_edges)
+        self.aligner = BarrierAligner(channels)
+        self.valve = WatermarkValve(channels)
+        self._ended_channels: set[int] = set()
+        self._drains: list[bool] = []
+        self.end_of_data = False
+        self._final_checkpoint: int | None = None
+        self._done = False
+        self._pending_writes: set[asyncio.Task[None]] = set()
+        self._source = chain.head if isinstance(chain.head, SourceOperator) else None
+
+    # -- messages from the coordinator ------------------------------------------------------------
+
+    def post(self, message: Trigger | Stop | Complete | Abort) -> None:
+        self.mailbox.append(message)
+        self.wakeup.set()
+        if self.gate is not None:
+            self.gate.notify()
+
+    def _state(self, state: str, **extra: Any) -> None:
+        self.report({"type": "task", "vertex": self.vertex.id, "subtask": self.subtask_index, "state": state, **extra})
+
+    # -- the main loop ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            self.chain.open()
+            self._state("RUNNING")
+            if self.chain.finished_on_restore:
+                await self._finished_on_restore()
+            else:
+                await self._loop()
+            await self._drain_writes()
+            self.chain.close()
+            self.chain.broadcast(EndOfPartition())
+            await self._flush(True)
+            for writer in self.chain.writers:
+                await writer.close()
+            self._state("FINISHED")
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self.chain.close()
+            raise
+        except Exception as err:
+            with contextlib.suppress(Exception):
+                self.chain.close()
+            self._state("FAILED", error=f"{type(err).__name__}: {err}", trace=traceback.format_exc())
+
+    async def _finished_on_restore(self) -> None:
+        # Every operator of this chain finished before the checkpoint: nothing runs again; downstream
+        # only needs to learn that this input has ended.
+        self.chain.broadcast(Watermark(MAX_WATERMARK))
+        self.chain.broadcast(EndOfData(drain=True))
+        self.end_of_data = True
+        self._state("END_OF_DATA")
+        await self._flush(True)
+
+    async def _loop(self) -> None:
+        source, gate = self._source, self.gate
+        tokens_at, tokens = time.monotonic(), 0.0
+        while not self._done:
+            busy = False
+            if self.mailbox:
+                await self._handle_mailbox()
+                if self._done:
+                    break
+            if source is not None and not self.end_of_data:
+                batch = BATCH_SIZE
+                if self.rate is not None:
+                    now = time.monotonic()
+                    tokens = min(tokens + (now - tokens_at) * self.rate, max(self.rate / 10, 1.0))
+                    tokens_at = now
+                    batch = min(batch, int(tokens))
+                if batch > 0:
+                    emitted = source.emit_next(batch)
+                    if emitted < 0:
+                        await self._end_of_data(drain=True)
+                    else:
+                        tokens -= emitted
+                        self.metrics.records_in += emitted
+                        busy = emitted > 0
+            if gate is not None:
+                polled = gate.poll()
+                if polled is not None:
+                    await self._dispatch(*polled)
+                    busy = True
+            self._fire_processing_timers()
+            if busy:
+                if any(w.has_full_batches() for w in self.chain.writers):
+                    await self._flush(False)
+                await asyncio.sleep(0)
+                continue
+            await self._flush(True)
+            if self._done:
+                break
+            await self._idle_wait(source)
+
+    async def _idle_wait(self, source: SourceOperator | None) -> None:
+        timeout: float | None = 1.0
+        timer = self.chain.next_processing_timer()
+        if timer is not None:
+            timeout = max(0.0, min(1.0, (timer - processing_time_ms()) / 1000))
+        if source is not None and not self.end_of_data:
+            timeout = 0.001 if self.rate is None else min(timeout or 1.0, max(0.001, BATCH_SIZE / self.rate / 4))
+        if self.gate is not None:
+            await self.gate.wait(timeout)
+        else:
+            self.wakeup.clear()
+            if not self.mailbox:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wakeup.wait(), timeout)
+
+    def _fire_processing_timers(self) -> None:
+        timer = self.chain.next_processing_timer()
+        if timer is not None:
+            now = processing_time_ms()
+            if timer <= now:
+                self.chain.on_processing_time(now)
+
+    async def _flush(self, partial: bool) -> None:
+        for writer in self.chain.writers:
+            await writer.flush(partial)
+
+    # -- input events -------------------------------------------------------------------------------
+
+    async def _dispatch(self, channel: int, event: Any) -> None:
+        kind = type(event)
+        if kind is RecordBatch:
+            self.metrics.records_in += len(event.values)
+            self.chain.head.process_batch(event.values, event.timestamps)
+        elif kind is Watermark:
+            advanced = self.valve.on_watermark(channel, event.timestamp)
+            if advanced is not None:
+                self.chain.head.process_watermark(advanced)
+        elif kind is WatermarkStatus:
+            advanced = self.valve.on_status(channel, event.idle)
+            if advanced is not None:
+                self.chain.head.process_watermark(advanced)
+        elif kind is CheckpointBarrier:
+            result = self.aligner.on_barrier(channel, event)
+            if result.aborted is not None:
+                self._abort_alignment(result.aborted, "a newer checkpoint's barrier arrived")
+            if result.aligned is not None:
+                await self._checkpoint(result.aligned)
+            self._sync_blocked()
+        elif kind is CancelCheckpoint:
+            if self.aligner.on_cancel(event.checkpoint_id):
+                self._sync_blocked()
+            self.chain.broadcast(event)
+        elif kind is EndOfData:
+            await self._on_end_of_data(channel, event.drain)
+        elif kind is EndOfPartition:
+            await self._on_end_of_partition(channel)
+
+    def _sync_blocked(self) -> None:
+        assert self.gate is not None
+        self.gate.blocked = set(self.aligner.blocked)
+
+    async def _on_end_of_data(self, channel: int, drain: bool) -> None:
+        self._ended_channels.add(channel)
+        self._drains.append(drain)
+        edge = self.input_edges[channel]
+        if all(c in self._ended_channels for c, e in enumerate(self.input_edges) if e == edge):
+            if drain:
+                self.chain.head.end_input(edge)
+        if len(self._ended_channels) == len(self.input_edges):
+            await self._end_of_data(drain=all(self._drains))
+
+    async def _on_end_of_partition(self, channel: int) -> None:
+        assert self.gate is not None
+        if channel not in self._ended_channels:
+            raise RuntimeError(
+                f"input channel {channel} of {self.vertex.name}[{self.subtask_index}] ended without EndOfData"
+            )
+        self.gate.closed.add(channel)
+        self.gate.blocked.discard(channel)
+        advanced = self.valve.on_closed(channel)
+        if advanced is not None and not self.end_of_data:
+            self.chain.head.process_watermark(advanced)
+        aligned = self.aligner.on_channel_closed(channel)
+        if aligned is not None:
+            await self._checkpoint(aligned)
+        self._sync_blocked()
+
+    # -- finishing ----------------------------------------------------------------------------------
+
+    async def _end_of_data(self, drain: bool) -> None:
+        if self.end_of_data:
+            return
+        self.chain.end_of_input(drain, watermark_done=self.valve.current == MAX_WATERMARK)
+        self.chain.broadcast(EndOfData(drain=drain))
+        await self._flush(True)
+        self.end_of_data = True
+        self._state("END_OF_DATA", drain=drain)
+
+    # -- checkpoints --------------------------------------------------------------------------------
+
+    async def _handle_mailbox(self) -> None:
+        while self.mailbox:
+            message = self.mailbox.popleft()
+            if isinstance(message, Trigger):
+                await self._on_trigger(message)
+            elif isinstance(message, Complete):
+                self.chain.notify_complete(message.checkpoint_id)
+                final = self._final_checkpoint
+                if self.end_of_data and final is not None and message.checkpoint_id >= final:
+                    self._done = True
+            elif isinstance(message, Abort):
+                if self.aligner.on_cancel(message.checkpoint_id) and self.gate is not None:
+                    self._sync_blocked()
+                self.chain.notify_aborted(message.checkpoint_id)
+                if self._final_checkpoint == message.checkpoint_id:
+                    self._final_checkpoint = None
+            elif isinstance(message, Stop):
+                if self._source is not None and not self.end_of_data:
+                    await self._end_of_data(drain=message.drain)
+
+    async def _on_trigger(self, trigger: Trigger) -> None:
+        barrier = CheckpointBarrier(trigger.checkpoint_id, trigger.timestamp, trigger.location, trigger.is_savepoint)
+        if self._source is not None:
+            await self._checkpoint(barrier)
+            return
+        # A non-source subtask is triggered directly once its inputs have finished; their
+        # EndOfPartition may still be on the way, so the checkpoint completes when they all closed.
+        result = self.aligner.on_trigger(barrier)
+        if result.aborted is not None:
+            self._abort_alignment(result.aborted, "a newer checkpoint was triggered")
+        if result.aligned is not None:
+            await self._checkpoint(result.aligned)
+        self._sync_blocked()
+
+    async def _checkpoint(self, barrier: CheckpointBarrier) -> None:
+        cid = barrier.checkpoint_id
+        # The barrier goes downstream before any record that follows it: nothing is processed between
+        # broadcasting it and taking the snapshot.
+        self.chain.broadcast(barrier)
+        acks = self.chain.snapshot(cid)
+        if self.end_of_data and self._final_checkpoint is None:
+            self._final_checkpoint = cid
+        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location))
+        self._pending_writes.add(write)
+        write.add_done_callback(self._pending_writes.discard)
+        await self._flush(True)
+
+    async def _write_and_ack(self, cid: int, acks: list[OperatorAck], target: str) -> None:
+        operators = []
+        try:
+            for ack in acks:
+                handle: dict[str, Any] = {
+                    "uid": ack.uid,
+                    "finished": ack.finished,
+                    "union": ack.union,
+                    "operatorState": ack.operator_state,
+                    "keyGroups": list(ack.key_groups) if ack.key_groups else None,
+                    "path": None,
+                    "size": 0,
+                }
+                if ack.data is not None:
+                    name = f"{ack.uid}-{self.subtask_index}.state"
+                    handle["size"] = await asyncio.to_thread(write_bytes, target, name, ack.data)
+                    handle["path"] = name
+                operators.append(handle)
+        except Exception as err:
+            self.report({
+                "type": "decline", "checkpoint": cid, "vertex": self.vertex.id, "subtask": self.subtask_index,
+                "reason": f"writing state of {self.vertex.name}[{self.subtask_index}] failed: "
+                f"{type(err).__name__}: {err}",
+            })
+            return
+        self.report({
+            "type": "ack", "checkpoint": cid, "vertex": self.vertex.id, "subtask": self.subtask_index,
+            "operators": operators, "endOfData": self.end_of_data,
+        })
+
+    def _abort_alignment(self, checkpoint_id: int, why: str) -> None:
+        self.chain.broadcast(CancelCheckpoint(checkpoint_id))
+        self.report({
+            "type": "decline", "checkpoint": checkpoint_id, "vertex": self.vertex.id,
+            "subtask": self.subtask_index, "reason": why,
+        })
+
+    async def _drain_writes(self) -> None:
+        if self._pending_writes:
+            await asyncio.gather(*self._pending_writes)

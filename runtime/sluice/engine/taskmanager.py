@@ -1,0 +1,175 @@
+"""A TaskManager: one process, one asyncio event loop, the subtasks the coordinator deployed to it.
+
+It registers with the coordinator over the control connection, receives its subtasks and the address
+of every other TaskManager, wires local and remote channels, runs the subtasks, relays checkpoint
+messages to them and reports their states and metrics back. It exits when told to, and also when the
+control connection breaks: without a coordinator a TaskManager has nothing to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+from typing import Any
+
+import cloudpickle
+
+from sluice.checkpoint.restore import Share, restored_share
+from sluice.checkpoint.storage import read_metadata
+from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
+from sluice.engine.chain import OperatorChain
+from sluice.engine.context import Metrics
+from sluice.engine.network import DataServer, RemoteOutputChannel, encode, read_frame
+from sluice.engine.operators.source import SourceOperator
+from sluice.engine.task import Abort, Complete, StreamTask, Stop, Trigger
+from sluice.engine.wiring import SubtaskId, channel_index, input_channels, output_targets
+from sluice.engine.writer import RecordWriter
+from sluice.graph.jobgraph import JobGraph
+
+HEARTBEAT_SECONDS = 0.5
+
+
+class TaskManager:
+    def __init__(self, coordinator: str, index: int, bind_host: str) -> None:
+        host, _, port = coordinator.rpartition(":")
+        self.coordinator_host, self.coordinator_port = host, int(port)
+        self.index = index
+        self.bind_host = bind_host
+        self.data = DataServer()
+        self.tasks: dict[SubtaskId, StreamTask] = {}
+        self.metrics: dict[SubtaskId, Metrics] = {}
+        self._runners: list[asyncio.Task[None]] = []
+        self._writer: asyncio.StreamWriter | None = None
+
+    def report(self, message: dict[str, Any]) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.write(encode(message))
+
+    async def run(self) -> int:
+        await self.data.start(self.bind_host)
+        reader, self._writer = await asyncio.open_connection(self.coordinator_host, self.coordinator_port)
+        advertised = self.bind_host if self.bind_host not in ("0.0.0.0", "") else socket.gethostbyname(socket.gethostname())
+        self.report({"type": "register", "tm": self.index, "host": advertised, "dataPort": self.data.port, "pid": os.getpid()})
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            while True:
+                message = await read_frame(reader)
+                if message["type"] == "shutdown":
+                    return 0
+                await self._handle(message)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return 1
+        finally:
+            heartbeat.cancel()
+            for runner in self._runners:
+                runner.cancel()
+            await self.data.close()
+            with contextlib.suppress(Exception):
+                await self._writer.drain()
+                self._writer.close()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            self.report({
+                "type": "metrics", "tm": self.index,
+                "metrics": {f"{v}:{s}": m.as_dict() for (v, s), m in self.metrics.items()},
+            })
+            if self._writer is not None:
+                with contextlib.suppress(ConnectionError):
+                    await self._writer.drain()
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "deploy":
+            await self._deploy(message)
+        elif kind == "trigger":
+            for v, s in message["tasks"]:
+                task = self.tasks.get((v, s))
+                if task is not None:
+                    task.post(Trigger(message["checkpoint"], message["timestamp"], message["location"], message["savepoint"]))
+        elif kind == "complete":
+            for task in self.tasks.values():
+                task.post(Complete(message["checkpoint"]))
+        elif kind == "abort":
+            for task in self.tasks.values():
+                task.post(Abort(message["checkpoint"]))
+        elif kind == "stop":
+            for task in self.tasks.values():
+                if isinstance(task.chain.head, SourceOperator):
+                    task.post(Stop(message["drain"]))
+
+    async def _deploy(self, message: dict[str, Any]) -> None:
+        graph: JobGraph = cloudpickle.loads(message["graph"])
+        attempt, job_id = message["attempt"], message["jobId"]
+        mine = [tuple(t) for t in message["tasks"]]
+        where = {tuple(map(int, k.split(":"))): tm for k, tm in message["placement"].items()}
+        addresses = {int(tm): tuple(addr) for tm, addr in message["taskmanagers"].items()}
+        shares = await asyncio.to_thread(self._restore_shares, graph, mine, message.get("restore"))
+        gates: dict[SubtaskId, list[InputChannel]] = {}
+        for v, s in mine:
+            vertex = graph.vertex(v)
+            layout = input_channels(graph, vertex, s)
+            channels = [InputChannel(i, edge.input_index) for i, (edge, _) in enumerate(layout)]
+            gates[(v, s)] = channels
+            for i, (edge, up) in enumerate(layout):
+                if where[(edge.source, up)] != self.index:
+                    self.data.register((attempt, v, s, i), channels[i])
+        for v, s in mine:
+            vertex = graph.vertex(v)
+            writers = []
+            for edge in vertex.outputs:
+                outs: list[OutputChannel] = []
+                for target in output_targets(graph, edge, s):
+                    ch = channel_index(graph, edge, s)
+                    if where[(edge.target, target)] == self.index:
+                        outs.append(LocalOutputChannel(gates[(edge.target, target)][ch]))
+                    else:
+                        host, port = addresses[where[(edge.target, target)]]
+                        outs.append(RemoteOutputChannel(host, port, (attempt, edge.target, target, ch)))
+                writers.append(RecordWriter(edge.partitioning, outs, graph.max_parallelism))
+            metrics = self.metrics[(v, s)] = Metrics()
+            chain = OperatorChain(vertex, s, attempt, job_id, writers, metrics, shares[(v, s)])
+            layout = input_channels(graph, vertex, s)
+            gate = InputGate(gates[(v, s)]) if layout else None
+            rate = None
+            if isinstance(chain.head, SourceOperator):
+                limit = chain.head.source.records_per_second()
+                rate = None if limit is None else limit / vertex.parallelism
+            task = StreamTask(chain, s, gate, [e.input_index for e, _ in layout], self.report, metrics, rate)
+            self.tasks[(v, s)] = task
+        for task in self.tasks.values():
+            self._runners.append(asyncio.create_task(task.run()))
+
+    @staticmethod
+    def _restore_shares(graph: JobGraph, mine: list[Any], restore: str | None) -> dict[SubtaskId, dict[str, Share]]:
+        shares: dict[SubtaskId, dict[str, Share]] = {tuple(t): {} for t in mine}  # type: ignore[misc]
+        if restore is None:
+            return shares
+        metadata = read_metadata(restore)
+        for v, s in mine:
+            vertex = graph.vertex(v)
+            for op in vertex.operators:
+                shares[(v, s)][op.uid] = restored_share(metadata, op.uid, s, vertex.parallelism, vertex.max_parallelism)
+        return shares
+
+
+def run_taskmanager(coordinator: str, index: int, bind_host: str = "127.0.0.1") -> int:
+    return asyncio.run(TaskManager(coordinator, index, bind_host).run())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m sluice.engine.taskmanager")
+    parser.add_argument("--coordinator", required=True, help="HOST:PORT of the coordinator's control port")
+    parser.add_argument("--index", type=int, required=True)
+    parser.add_argument("--bind-host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    sys.exit(run_taskmanager(args.coordinator, args.index, args.bind_host))
+
+
+if __name__ == "__main__":
+    main()

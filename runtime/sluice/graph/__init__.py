@@ -1,0 +1,1 @@
+"""The job's logical graph (transformations) and its physical form (chained job vertices)."""

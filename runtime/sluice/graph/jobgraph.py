@@ -1,0 +1,178 @@
+"""The physical job graph: operators chained into vertices, vertices joined by edges.
+
+An operator is chained to its predecessor when data can pass by a plain function call: it has exactly
+one input, that input is forwarded (same parallelism), and the predecessor feeds nothing else. Each
+vertex runs as `parallelism` subtasks; a POINTWISE edge joins subtask i to subtask i, an ALL_TO_ALL
+edge joins every upstream subtask to every downstream one (hash, rebalance, broadcast).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sluice.engine.operators.base import StreamOperator
+from sluice.graph.transformations import PartitionKind, Partitioning, Transformation
+
+POINTWISE = "POINTWISE"
+ALL_TO_ALL = "ALL_TO_ALL"
+
+
+class GraphError(ValueError):
+    """The pipeline cannot run as built; the message names the operator and the fix."""
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    uid: str
+    name: str
+    kind: str
+    stateful: bool
+    factory: Callable[[str], StreamOperator]
+
+    def create(self) -> StreamOperator:
+        return self.factory(self.uid)
+
+
+@dataclass
+class JobEdge:
+    source: int
+    target: int
+    partitioning: Partitioning
+    input_index: int
+    """Position of this edge among the target vertex's inputs."""
+
+    @property
+    def pattern(self) -> str:
+        return ALL_TO_ALL if self.partitioning.all_to_all else POINTWISE
+
+
+@dataclass
+class JobVertex:
+    id: int
+    operators: list[OperatorSpec]
+    parallelism: int
+    max_parallelism: int
+    inputs: list[JobEdge] = field(default_factory=list)
+    outputs: list[JobEdge] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return " -> ".join(op.uid for op in self.operators)
+
+    @property
+    def is_source(self) -> bool:
+        return not self.inputs
+
+    @property
+    def uids(self) -> list[str]:
+        return [op.uid for op in self.operators]
+
+
+@dataclass
+class JobGraph:
+    name: str
+    vertices: list[JobVertex]
+    max_parallelism: int
+
+    def vertex(self, vertex_id: int) -> JobVertex:
+        return self.vertices[vertex_id]
+
+    @property
+    def total_subtasks(self) -> int:
+        return sum(v.parallelism for v in self.vertices)
+
+    def operator_uids(self) -> list[str]:
+        return [op.uid for v in self.vertices for op in v.operators]
+
+
+def build_job_graph(
+    name: str, nodes: list[Transformation], default_parallelism: int, max_parallelism: int
+) -> JobGraph:
+    if not nodes:
+        raise GraphError("the pipeline is empty: build(env) must add at least one source and a sink")
+    uids = _assign_uids(nodes)
+    consumers: dict[int, list[Transformation]] = {n.id: [] for n in nodes}
+    for node in nodes:
+        for inp in node.inputs:
+            consumers[inp.node.id].append(node)
+    parallelism = {n.id: n.parallelism or default_parallelism for n in nodes}
+    for node in nodes:
+        if parallelism[node.id] > max_parallelism:
+            raise GraphError(
+                f"{node.describe()}: parallelism {parallelism[node.id]} exceeds the max parallelism "
+                f"{max_parallelism}; raise max_parallelism or lower the parallelism"
+            )
+
+    def resolved(node: Transformation, index: int) -> Partitioning:
+        inp = node.inputs[index]
+        same = parallelism[inp.node.id] == parallelism[node.id]
+        if inp.partitioning is None:
+            return Partitioning(PartitionKind.FORWARD if same else PartitionKind.REBALANCE)
+        if inp.partitioning.kind is PartitionKind.FORWARD and not same:
+            raise GraphError(
+                f"{node.describe()}: forward() needs the same parallelism on both sides "
+                f"({parallelism[inp.node.id]} vs {parallelism[node.id]}); use rebalance() instead"
+            )
+        return inp.partitioning
+
+    vertex_of: dict[int, JobVertex] = {}
+    vertices: list[JobVertex] = []
+    for node in nodes:
+        chained_to = None
+        if len(node.inputs) == 1:
+            up = node.inputs[0].node
+            if (
+                resolved(node, 0).kind is PartitionKind.FORWARD
+                and len(consumers[up.id]) == 1
+                and up.id in vertex_of
+            ):
+                chained_to = vertex_of[up.id]
+        spec = OperatorSpec(uids[node.id], node.name, node.kind, node.stateful, node.factory)
+        if chained_to is not None:
+            chained_to.operators.append(spec)
+            vertex_of[node.id] = chained_to
+            continue
+        vertex = JobVertex(len(vertices), [spec], parallelism[node.id], max_parallelism)
+        vertices.append(vertex)
+        vertex_of[node.id] = vertex
+        for index, inp in enumerate(node.inputs):
+            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, resolved(node, index), index)
+            vertex.inputs.append(edge)
+            vertices[edge.source].outputs.append(edge)
+    for node in nodes:
+        if not consumers[node.id] and node.kind != "sink":
+            raise GraphError(
+                f"{node.describe()}: its output goes nowhere; end the pipeline with sink_to(...)"
+            )
+    return JobGraph(name, vertices, max_parallelism)
+
+
+def _assign_uids(nodes: list[Transformation]) -> dict[int, str]:
+    seen: dict[str, Transformation] = {}
+    uids: dict[int, str] = {}
+    for node in nodes:
+        if node.uid is None:
+            if node.stateful:
+                raise GraphError(
+                    f"{node.describe()} holds state and needs a uid: pass uid=\"...\" so its state can "
+                    "be found again after a restart or an upgrade"
+                )
+            continue
+        if not node.uid or "/" in node.uid:
+            raise GraphError(f"{node.describe()}: uid {node.uid!r} must be a non-empty name without '/'")
+        if node.uid in seen:
+            raise GraphError(
+                f"duplicate uid {node.uid!r}: used by {seen[node.uid].describe()} and by {node.describe()}; "
+                "every operator needs its own uid"
+            )
+        seen[node.uid] = node
+        uids[node.id] = node.uid
+    for node in nodes:
+        if node.id not in uids:
+            auto = f"{node.kind}-{node.id}"
+            while auto in seen:
+                auto += "_"
+            seen[auto] = node
+            uids[node.id] = auto
+    return uids

@@ -1,0 +1,54 @@
+"""The logical graph the API builds: one node per operator call, with how each input is partitioned."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.engine.operators.base import StreamOperator
+
+
+class PartitionKind(enum.Enum):
+    FORWARD = "forward"
+    HASH = "hash"
+    REBALANCE = "rebalance"
+    BROADCAST = "broadcast"
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    kind: PartitionKind
+    key_selector: Callable[[Any], Any] | None = None
+
+    @property
+    def all_to_all(self) -> bool:
+        return self.kind is not PartitionKind.FORWARD
+
+
+@dataclass(eq=False)
+class Transformation:
+    id: int
+    kind: str
+    """What the node does: source, map, filter, flat_map, process, timestamps, reduce, window, sink."""
+    name: str
+    uid: str | None
+    factory: Callable[[str], StreamOperator]
+    """Builds a fresh operator for one subtask; gets the resolved uid."""
+    inputs: list[Input] = field(default_factory=list)
+    parallelism: int | None = None
+    stateful: bool = False
+    location: str = ""
+    """Where the user's pipeline made this node (file:line), for error messages."""
+
+    def describe(self) -> str:
+        where = f" at {self.location}" if self.location else ""
+        return f"{self.kind} operator {self.name!r}{where}"
+
+
+@dataclass(frozen=True, eq=False)
+class Input:
+    node: Transformation
+    partitioning: Partitioning | None
+    """None: forward when the parallelism matches, rebalance otherwise."""

@@ -1,0 +1,1 @@
+"""Where TaskManagers run: local processes, or Spark barrier tasks."""

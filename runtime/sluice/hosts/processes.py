@@ -1,0 +1,62 @@
+"""TaskManagers as local processes: the light host for tests and small machines."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+
+
+class ProcessHost:
+    name = "processes"
+
+    def __init__(self, bind_host: str = "127.0.0.1") -> None:
+        self.bind_host = bind_host
+        self.processes: list[asyncio.subprocess.Process] = []
+        self._stopping = False
+
+    def control_bind_host(self) -> str:
+        return self.bind_host
+
+    async def start(self, count: int, coordinator_address: str, attempt: int) -> None:
+        self._stopping = False
+        env = dict(os.environ)
+        env["SLUICE_ATTEMPT"] = str(attempt)
+        for index in range(count):
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "sluice.engine.taskmanager",
+                "--coordinator", coordinator_address, "--index", str(index), "--bind-host", self.bind_host,
+                env=env,
+            )
+            self.processes.append(proc)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
+    async def wait_lost(self) -> str:
+        waits = {asyncio.ensure_future(p.wait()): i for i, p in enumerate(self.processes)}
+        if not waits:
+            await asyncio.Event().wait()
+        done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for future in pending:
+            future.cancel()
+        first = next(iter(done))
+        code = first.result()
+        return f"TaskManager {waits[first]} (pid {self.processes[waits[first]].pid}) exited with code {code}"
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for proc in self.processes:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+        for proc in self.processes:
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        self.processes = []
