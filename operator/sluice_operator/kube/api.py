@@ -1,0 +1,143 @@
+"""The Kubernetes calls the operator makes, returning plain dicts; 404 on reads means None."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from sluice_operator.models import constants as c
+
+Obj = dict[str, Any]
+_MERGE: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
+
+
+class Kube:
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.rbac = client.RbacAuthorizationV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+
+    def _plain(self, obj: Any) -> Obj:
+        return obj if isinstance(obj, dict) else dict(self.api.sanitize_for_serialization(obj))
+
+    # StreamJobs and Savepoints ------------------------------------------------------------------------
+
+    async def get_custom(self, plural: str, namespace: str, name: str) -> Obj | None:
+        try:
+            return dict(
+                await self.custom.get_namespaced_custom_object(c.GROUP, c.VERSION, namespace, plural, name)
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    async def list_custom(self, plural: str, namespace: str, label_selector: str | None = None) -> list[Obj]:
+        answer = await self.custom.list_namespaced_custom_object(
+            c.GROUP, c.VERSION, namespace, plural, label_selector=label_selector or ""
+        )
+        return list(answer.get("items", []))
+
+    async def patch_status(self, plural: str, namespace: str, name: str, status: Obj) -> Obj:
+        return dict(
+            await self.custom.patch_namespaced_custom_object_status(
+                c.GROUP, c.VERSION, namespace, plural, name, {"status": status}, **_MERGE
+            )
+        )
+
+    async def patch_custom(self, plural: str, namespace: str, name: str, patch: Obj) -> Obj:
+        return dict(
+            await self.custom.patch_namespaced_custom_object(
+                c.GROUP, c.VERSION, namespace, plural, name, patch, **_MERGE
+            )
+        )
+
+    async def create_custom(self, plural: str, namespace: str, body: Obj) -> Obj | None:
+        """Create unless an object of that name exists (None then): operator-made names are idempotent."""
+        try:
+            return dict(
+                await self.custom.create_namespaced_custom_object(c.GROUP, c.VERSION, namespace, plural, body)
+            )
+        except ApiException as error:
+            if error.status == 409:
+                return None
+            raise
+
+    async def delete_custom(self, plural: str, namespace: str, name: str) -> None:
+        try:
+            await self.custom.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, plural, name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    # Pods and what the coordinator needs -------------------------------------------------------------
+
+    async def list_pods(self, namespace: str, label_selector: str) -> list[Obj]:
+        answer = await self.core.list_namespaced_pod(namespace, label_selector=label_selector)
+        return [self._plain(item) for item in answer.items]
+
+    async def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            await self.core.delete_namespaced_pod(name, namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    async def create(self, manifest: Obj) -> None:
+        """Create `manifest`; if it exists, replace it (pods, whose spec is immutable, are left alone)."""
+        kind = manifest["kind"]
+        namespace = manifest["metadata"]["namespace"]
+        name = manifest["metadata"]["name"]
+        create, replace = self._verbs(kind)
+        try:
+            await create(namespace, manifest)
+        except ApiException as error:
+            if error.status != 409 or replace is None:
+                raise
+            await replace(name, namespace, manifest)
+
+    def _verbs(self, kind: str) -> tuple[Any, Any]:
+        verbs: dict[str, tuple[Any, Any]] = {
+            "Pod": (self.core.create_namespaced_pod, None),
+            "Service": (self.core.create_namespaced_service, self._patch_service),
+            "ConfigMap": (self.core.create_namespaced_config_map, self.core.replace_namespaced_config_map),
+            "ServiceAccount": (self.core.create_namespaced_service_account, None),
+            "Role": (self.rbac.create_namespaced_role, self.rbac.replace_namespaced_role),
+            "RoleBinding": (self.rbac.create_namespaced_role_binding, None),
+        }
+        return verbs[kind]
+
+    async def _patch_service(self, name: str, namespace: str, manifest: Obj) -> None:
+        # A Service keeps its cluster IP: merge the spec in rather than replace it.
+        await self.core.patch_namespaced_service(
+            name, namespace, {"metadata": manifest["metadata"], "spec": manifest["spec"]}
+        )
+
+    async def delete(self, kind: str, namespace: str, name: str) -> None:
+        deleters = {
+            "Pod": self.core.delete_namespaced_pod,
+            "Service": self.core.delete_namespaced_service,
+            "ConfigMap": self.core.delete_namespaced_config_map,
+            "ServiceAccount": self.core.delete_namespaced_service_account,
+            "Role": self.rbac.delete_namespaced_role,
+            "RoleBinding": self.rbac.delete_namespaced_role_binding,
+        }
+        try:
+            await deleters[kind](name, namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    async def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        try:
+            secret = await self.core.read_namespaced_secret(name, namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        data = secret.data or {}
+        return {key: base64.b64decode(value).decode() for key, value in data.items()}

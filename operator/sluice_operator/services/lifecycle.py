@@ -1,0 +1,162 @@
+"""Deleting a StreamJob, and the life of a Savepoint object on its own (missing job, disposal)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sluice_operator import manifests as m
+from sluice_operator.kube import Obj
+from sluice_operator.models import (
+    LifecycleState,
+    OperatorConfig,
+    SavepointKind,
+    SavepointState,
+    StopMode,
+    StreamJobSpec,
+)
+from sluice_operator.models import constants as c
+
+from .context import JobContext
+from .execute import execute, savepoint_patch
+from .observe import Deps, job_savepoints, observe_job, savepoint_view
+from .plan import Event, Plan
+from .reconcile import job_storage, owner_of, read_status
+from .savepoints import plan_savepoints
+from .storage import Storage
+from .validate import InvalidSpecError, streamjob_spec
+
+
+@dataclass
+class Finalized:
+    done: bool
+    events: list[Event]
+    message: str = ""
+
+
+async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalized:
+    """Called while the StreamJob has a deletionTimestamp; done=True lets the finalizer go."""
+    owner = owner_of(job)
+    ns = owner.namespace
+    events: list[Event] = []
+    old = dict(job.get("status") or {})
+    if old.get("lifecycleState") != LifecycleState.DELETING.value:
+        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, {"lifecycleState": "Deleting"})
+        events.append(Event("Normal", "Deleting", "deleting the job and everything it owns"))
+    try:
+        spec = streamjob_spec(job.get("spec"))
+    except InvalidSpecError:
+        spec = None
+    if spec is not None and spec.savepoints.on_delete:
+        waiting = await _savepoint_before_delete(deps, config, job, spec, events)
+        if waiting:
+            return Finalized(False, events, "waiting for the savepoint on deletion")
+    for view in await job_savepoints(deps.kube, ns, owner.name, owner.uid):
+        if view.owned:  # their own finalizer disposes of the files when disposeOnDelete is set
+            await deps.kube.delete_custom(c.SAVEPOINT_PLURAL, ns, view.name)
+    await deps.kube.delete_pod(ns, m.coordinator_name(owner.name))
+    for pod in await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}"):
+        await deps.kube.delete_pod(ns, pod["metadata"]["name"])
+    for kind, name in (
+        ("Service", m.rest_service_name(owner.name)),
+        ("ConfigMap", m.config_map_name(owner.name)),
+        ("RoleBinding", m.driver_account_name(owner.name)),
+        ("Role", m.driver_account_name(owner.name)),
+        ("ServiceAccount", m.driver_account_name(owner.name)),
+    ):
+        await deps.kube.delete(kind, ns, name)
+    return Finalized(True, events)
+
+
+async def _savepoint_before_delete(
+    deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec, events: list[Event]
+) -> bool:
+    """True while a stop-with-savepoint of the running job is still under way."""
+    owner = owner_of(job)
+    status = read_status(job)
+    checkpoint_dir = m.checkpoint_dir(spec, owner, config)
+    storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir)
+    obs = await observe_job(
+        deps, storage=storage, owner=owner, spec=spec, status=status, checkpoint_dir=checkpoint_dir
+    )
+    generation = int(job["metadata"].get("generation") or 0)
+    name = m.savepoint_name(owner.name, SavepointKind.DELETION, generation)
+    mine = next((v for v in obs.savepoints if v.name == name), None)
+    if mine is not None and mine.status.state.terminal:
+        return False
+    running = obs.coordinator is not None and obs.coordinator.state == "RUNNING"
+    if mine is None:
+        if not running:
+            return False
+        manifest = m.operator_savepoint(
+            owner,
+            kind=SavepointKind.DELETION,
+            stop=StopMode.SUSPEND,
+            stamp=generation,
+            dispose_on_delete=False,
+        )
+        # Not owned by the job: the savepoint outlives it, so the state can be restored elsewhere.
+        del manifest["metadata"]["ownerReferences"]
+        await deps.kube.create_custom(c.SAVEPOINT_PLURAL, owner.namespace, manifest)
+        events.append(Event("Normal", "SavepointOnDelete", f"taking savepoint {name} before deletion"))
+        return True
+    ctx = JobContext(
+        owner=owner,
+        generation=generation,
+        spec=spec,
+        status=status,
+        config=config,
+        now_ms=int(time.time() * 1000),
+        new_job_id="",
+    )
+    plan = Plan(status={})
+    obs.savepoints = [mine]
+    plan_savepoints(ctx, obs, plan)
+    await execute(deps, obs, plan, owner)
+    events.extend(plan.events)
+    return True
+
+
+async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
+    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job."""
+    meta = savepoint["metadata"]
+    view = savepoint_view(savepoint, None)
+    if view.status.state.terminal or meta.get("deletionTimestamp"):
+        return []
+    if view.spec is None:
+        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": view.spec_error})
+    else:
+        job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, meta["namespace"], view.spec.job_name)
+        if job is not None:
+            return []
+        error = (
+            f"StreamJob {view.spec.job_name!r} not found in namespace {meta['namespace']!r}: "
+            "create the job first or correct spec.jobName"
+        )
+        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
+    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, meta["namespace"], meta["name"], savepoint_patch(status))
+    return [Event("Warning", "Failed", status.error or "")]
+
+
+async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Event | None:
+    """On deletion of a Savepoint with disposeOnDelete: delete its files."""
+    view = savepoint_view(savepoint, None)
+    path = view.status.path
+    if not path or view.spec is None or not view.spec.dispose_on_delete:
+        return None
+    ns = savepoint["metadata"]["namespace"]
+    job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
+    spec = None
+    if job is not None:
+        try:
+            spec = streamjob_spec(job.get("spec"))
+        except InvalidSpecError:
+            spec = None
+    storage: Storage = await job_storage(deps, config, ns, spec, path)
+    removed = await storage.dispose(path)
+    return Event(
+        "Normal", "Disposed", f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
+    )
+
+
+__all__ = ["Finalized", "dispose_savepoint", "finalize_job", "reconcile_savepoint"]

@@ -1,0 +1,122 @@
+"""Gathering what a reconcile looks at: pods, the coordinator's REST API, storage, Savepoint objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from sluice_operator import manifests as m
+from sluice_operator.kube import Kube, Obj
+from sluice_operator.models import SavepointStatus, StreamJobSpec, StreamJobStatus
+from sluice_operator.models import constants as c
+
+from .observed import CoordinatorView, Observed, PodView, SavepointView
+from .rest import Coordinator, CoordinatorError
+from .storage import Storage
+from .validate import InvalidSpecError, savepoint_spec
+
+
+@dataclass(frozen=True)
+class Deps:
+    kube: Kube
+    http: aiohttp.ClientSession
+
+
+def pod_view(pod: Obj) -> PodView:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    reason = status.get("reason")
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            reason = terminated.get("reason") or f"exit code {terminated.get('exitCode')}"
+    return PodView(
+        name=str(meta.get("name")),
+        phase=str(status.get("phase") or "Pending"),
+        ip=status.get("podIP"),
+        job_id=annotations.get(c.ANNOTATION_JOB_ID),
+        spec_hash=annotations.get(c.ANNOTATION_SPEC_HASH),
+        restored_from=annotations.get(c.ANNOTATION_RESTORED_FROM),
+        terminating=meta.get("deletionTimestamp") is not None,
+        reason=reason,
+    )
+
+
+def savepoint_view(obj: Obj, job_uid: str | None) -> SavepointView:
+    meta = obj.get("metadata") or {}
+    spec, error = None, None
+    try:
+        spec = savepoint_spec(obj.get("spec"))
+    except InvalidSpecError as problem:
+        error = str(problem)
+    try:
+        status = SavepointStatus.model_validate(obj.get("status") or {})
+    except ValueError:
+        status = SavepointStatus()
+    owners = meta.get("ownerReferences") or []
+    return SavepointView(
+        name=str(meta.get("name")),
+        spec=spec,
+        status=status,
+        labels=dict(meta.get("labels") or {}),
+        created=str(meta.get("creationTimestamp") or ""),
+        owned=job_uid is not None and any(o.get("uid") == job_uid for o in owners),
+        spec_error=error,
+    )
+
+
+async def job_savepoints(kube: Kube, namespace: str, name: str, job_uid: str | None) -> list[SavepointView]:
+    items = await kube.list_custom(c.SAVEPOINT_PLURAL, namespace)
+    return [savepoint_view(i, job_uid) for i in items if (i.get("spec") or {}).get("jobName") == name]
+
+
+async def observe_job(
+    deps: Deps,
+    *,
+    storage: Storage,
+    owner: m.Owner,
+    spec: StreamJobSpec,
+    status: StreamJobStatus,
+    checkpoint_dir: str,
+) -> Observed:
+    obs = Observed()
+    pods = await deps.kube.list_pods(owner.namespace, f"{c.LABEL_JOB}={owner.name}")
+    coordinator_pod = next((p for p in pods if p["metadata"]["name"] == m.coordinator_name(owner.name)), None)
+    obs.pod = pod_view(coordinator_pod) if coordinator_pod is not None else None
+    if obs.pod is None or obs.pod.exited:
+        obs.stray_pods = [p["metadata"]["name"] for p in pods if p is not coordinator_pod]
+    obs.savepoints = await job_savepoints(deps.kube, owner.namespace, owner.name, owner.uid)
+    if obs.pod is not None and obs.pod.phase == "Running" and obs.pod.ip and not obs.pod.terminating:
+        await _ask_coordinator(deps, obs, obs.pod.ip)
+    run_id = obs.pod.job_id if obs.pod is not None else (status.job.id if status.job else None)
+    try:
+        if run_id:
+            obs.result = await storage.job_result(checkpoint_dir, run_id)
+        if obs.result is not None and obs.result.last_checkpoint:
+            obs.last_result_snapshot = await storage.snapshot(obs.result.last_checkpoint)
+        if obs.coordinator is None:
+            obs.latest_checkpoint = await storage.latest_checkpoint(checkpoint_dir)
+    except Exception as error:  # any storage backend error: report it, decide nothing from missing data
+        obs.storage_error = f"cannot read {checkpoint_dir}: {type(error).__name__}: {error}"
+    return obs
+
+
+async def _ask_coordinator(deps: Deps, obs: Observed, ip: str) -> None:
+    client = Coordinator(deps.http, ip)
+    try:
+        job = await client.job()
+        checkpoints: dict[str, Any] | None = await client.checkpoints()
+    except CoordinatorError as error:
+        obs.coordinator_error = str(error)
+        return
+    obs.coordinator = CoordinatorView(job=job, checkpoints=checkpoints)
+    for view in obs.savepoints:
+        trigger = view.status.trigger_id
+        if trigger and not view.status.state.terminal and view.status.job_id == obs.coordinator.job_id:
+            try:
+                obs.savepoint_polls[trigger] = await client.savepoint(trigger)
+            except CoordinatorError as error:
+                obs.coordinator_error = str(error)

@@ -1,0 +1,131 @@
+"""Reading the runtime's storage layout (docs/reference/storage-layout.md) with fsspec.
+
+The operator reads job results and checkpoint `_metadata` directly, so it knows how a job ended and
+where its latest checkpoint is even when the coordinator pod is gone. Blocking fsspec calls run in a
+worker thread to keep the operator's event loop free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+
+from .observed import JobResult, Snapshot
+
+_CHK = re.compile(r"chk-(\d+)$")
+
+# Environment keys of a storage secret -> fsspec (s3fs) options.
+_S3_KEYS = {"AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token"}
+
+
+def storage_options(uri: str, credentials: Mapping[str, str]) -> dict[str, Any]:
+    """fsspec options for `uri` from a storage secret's keys (or {} to use the operator's own env)."""
+    if not uri.startswith(("s3://", "s3a://")) or not credentials:
+        return {}
+    options: dict[str, Any] = {v: credentials[k] for k, v in _S3_KEYS.items() if credentials.get(k)}
+    client: dict[str, Any] = {}
+    endpoint = credentials.get("AWS_ENDPOINT_URL_S3") or credentials.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        client["endpoint_url"] = endpoint
+    region = credentials.get("AWS_REGION") or credentials.get("AWS_DEFAULT_REGION")
+    if region:
+        client["region_name"] = region
+    if client:
+        options["client_kwargs"] = client
+    return options
+
+
+class Storage:
+    """One job's view of object storage."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self._options = dict(options or {})
+
+    def _fs(self, uri: str) -> tuple[Any, str]:
+        fs, path = fsspec.core.url_to_fs(uri, **self._options)
+        return fs, path
+
+    def _read_json(self, uri: str) -> dict[str, Any] | None:
+        fs, path = self._fs(uri)
+        try:
+            with fs.open(path, "rb") as handle:
+                data = json.loads(handle.read())
+        except FileNotFoundError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def job_result(self, checkpoint_dir: str, job_id: str) -> JobResult | None:
+        data = await asyncio.to_thread(self._read_json, f"{checkpoint_dir}/{job_id}/job-result.json")
+        if data is None:
+            return None
+        return JobResult(
+            job_id=str(data.get("jobId") or job_id),
+            state=str(data.get("state") or "UNKNOWN"),
+            timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
+            last_savepoint=data.get("lastSavepoint") or None,
+            last_checkpoint=data.get("lastCheckpoint") or None,
+            error=data.get("error") or None,
+        )
+
+    async def snapshot(self, path: str) -> Snapshot | None:
+        data = await asyncio.to_thread(self._read_json, f"{path.rstrip('/')}/_metadata")
+        return None if data is None else _snapshot(path.rstrip("/"), data)
+
+    async def latest_checkpoint(self, checkpoint_dir: str) -> Snapshot | None:
+        """The newest complete checkpoint of any run under `checkpoint_dir` (by `_metadata` timestamp)."""
+        return await asyncio.to_thread(self._latest, checkpoint_dir)
+
+    def _latest(self, checkpoint_dir: str) -> Snapshot | None:
+        fs, root = self._fs(checkpoint_dir)
+        protocol = checkpoint_dir.split("://", 1)[0] + "://" if "://" in checkpoint_dir else ""
+        try:
+            found = fs.glob(f"{root.rstrip('/')}/*/chk-*/_metadata")
+        except FileNotFoundError:
+            return None
+        best: Snapshot | None = None
+        # Newest first by checkpoint number within a run; reading every _metadata would not scale.
+        by_run: dict[str, list[tuple[int, str]]] = {}
+        for meta in found:
+            folder = meta.rsplit("/", 1)[0]
+            match = _CHK.search(folder)
+            if match:
+                by_run.setdefault(folder.rsplit("/", 2)[-2], []).append((int(match.group(1)), folder))
+        for entries in by_run.values():
+            _, folder = max(entries)
+            data = self._read_json(f"{protocol}{folder}/_metadata" if protocol else f"{folder}/_metadata")
+            if data is None:
+                continue
+            snap = _snapshot(f"{protocol}{folder}" if protocol else folder, data)
+            if best is None or (snap.timestamp or 0) > (best.timestamp or 0):
+                best = snap
+        return best
+
+    async def dispose(self, path: str) -> bool:
+        """Delete a savepoint directory; False when it was already gone."""
+        return await asyncio.to_thread(self._dispose, path)
+
+    def _dispose(self, path: str) -> bool:
+        fs, root = self._fs(path)
+        if not fs.exists(root):
+            return False
+        fs.rm(root, recursive=True)
+        return True
+
+
+def _snapshot(path: str, data: dict[str, Any]) -> Snapshot:
+    operators = [op for op in data.get("operators") or [] if isinstance(op, dict)]
+    return Snapshot(
+        path=path,
+        checkpoint_id=int(data.get("checkpointId") or 0),
+        job_id=str(data["jobId"]) if data.get("jobId") else None,
+        kind=str(data.get("kind") or "checkpoint"),
+        timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
+        stop_mode=data.get("stopMode"),
+        operators=tuple(str(op.get("uid")) for op in operators),
+        fully_finished=tuple(str(op.get("uid")) for op in operators if op.get("fullyFinished")),
+    )
