@@ -1,1 +1,37 @@
-"""Sluice: streaming jobs with Flink finishing semantics, on Spark."""
+"""Sluice: streaming jobs with Flink's finishing semantics (FLIP-147, FLIP-34), in Python, on Spark."""
+
+from sluice.api.datastream import DataStream, KeyedStream, WindowedStream
+from sluice.api.environment import StreamEnvironment
+from sluice.api.functions import (
+    AggregateFunction,
+    FilterFunction,
+    FlatMapFunction,
+    Function,
+    KeyedContext,
+    KeyedProcessFunction,
+    MapFunction,
+    ProcessFunction,
+    RuntimeContext,
+    TimerService,
+)
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+
+__all__ = [
+    "AggregateFunction",
+    "DataStream",
+    "FilterFunction",
+    "FlatMapFunction",
+    "Function",
+    "KeyedContext",
+    "KeyedProcessFunction",
+    "KeyedStream",
+    "ListStateDescriptor",
+    "MapFunction",
+    "MapStateDescriptor",
+    "ProcessFunction",
+    "RuntimeContext",
+    "StreamEnvironment",
+    "TimerService",
+    "ValueStateDescriptor",
+    "WindowedStream",
+]

@@ -66,7 +66,7 @@ class ControlServer:
                 self.registered.set()
             while True:
                 self.on_message(link, await read_frame(reader))
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
             self._readers.discard(task)

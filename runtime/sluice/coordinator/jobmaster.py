@@ -115,7 +115,7 @@ class JobMaster:
                     outcome, reason = ended.outcome, ended.reason
                 else:  # pragma: no cover - _attempt always ends by raising
                     outcome, reason = "failed", "attempt ended without an outcome"
-                await self._end_attempt()
+                await self._end_attempt(graceful=outcome == "finished")
                 if outcome in ("finished", "canceled"):
                     self.state = outcome.upper()
                     break
@@ -246,11 +246,11 @@ class JobMaster:
         if not done.cancelled() and done.exception() is None:
             self._final_done = True
 
-    async def _end_attempt(self) -> None:
+    async def _end_attempt(self, graceful: bool) -> None:
         if self.checkpoints is not None:
             self.checkpoints.abort_all("the job attempt ended")
         await self._control.close_links()
-        await self.host.stop()
+        await self.host.stop(grace_s=5.0 if graceful else 0.0)
         request = self.stop_request
         if request is not None and not request.done.done():
             request.done.set_exception(RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}"))

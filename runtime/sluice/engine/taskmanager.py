@@ -168,6 +168,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--index", type=int, required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     args = parser.parse_args(argv)
+    profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
+    if profile_dir:
+        # Developer aid: one cProfile dump per TaskManager, for `python -m pstats`.
+        import cProfile
+
+        profiler = cProfile.Profile()
+        code = profiler.runcall(run_taskmanager, args.coordinator, args.index, args.bind_host)
+        profiler.dump_stats(os.path.join(profile_dir, f"taskmanager-{args.index}.pstats"))
+        sys.exit(code)
     sys.exit(run_taskmanager(args.coordinator, args.index, args.bind_host))
 
 

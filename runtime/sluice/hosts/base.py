@@ -17,5 +17,8 @@ class TaskManagerHost(Protocol):
     async def wait_lost(self) -> str:
         """Returns (with a description) when a TaskManager of the current attempt ended unexpectedly."""
 
-    async def stop(self) -> None:
-        """Ends every TaskManager of the current attempt; nothing is left running afterwards."""
+    async def stop(self, grace_s: float = 0.0) -> None:
+        """Ends every TaskManager of the current attempt; nothing is left running afterwards.
+
+        With a grace period, TaskManagers that were told to shut down get that long to exit by themselves.
+        """

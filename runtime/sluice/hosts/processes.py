@@ -46,8 +46,12 @@ class ProcessHost:
         code = first.result()
         return f"TaskManager {waits[first]} (pid {self.processes[waits[first]].pid}) exited with code {code}"
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 0.0) -> None:
         self._stopping = True
+        if grace_s > 0:
+            # TaskManagers that were told to shut down exit by themselves; give them the time to.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(p.wait() for p in self.processes)), grace_s)
         for proc in self.processes:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):

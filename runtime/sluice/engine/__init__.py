@@ -1,0 +1,1 @@
+"""The execution engine: tasks, channels, operators, TaskManagers."""
