@@ -37,7 +37,8 @@ def load_pipeline(path: str) -> ModuleType:
     except Exception as err:
         frame = traceback.extract_tb(err.__traceback__)[-1]
         raise PipelineError(
-            f"{path}: failed to import: {type(err).__name__}: {err} (at {os.path.basename(frame.filename)}:{frame.lineno})"
+            f"{path}: failed to import: {type(err).__name__}: {err} "
+            f"(at {os.path.basename(frame.filename)}:{frame.lineno})"
         ) from err
     build = getattr(module, "build", None)
     if build is None:
@@ -57,9 +58,14 @@ def build_graph(path: str, env: StreamEnvironment) -> JobGraph:
         raise
     except (KeyError, ValueError, TypeError) as err:
         frame = traceback.extract_tb(err.__traceback__)[-1]
-        detail = f"missing argument {err} (pass --arg {err.args[0]}=...)" if isinstance(err, KeyError) else str(err)
+        detail = (
+            f"missing argument {err} (pass --arg {err.args[0]}=...)"
+            if isinstance(err, KeyError)
+            else str(err)
+        )
         raise PipelineError(
-            f"{path}: build(env) failed: {type(err).__name__}: {detail} (at {os.path.basename(frame.filename)}:{frame.lineno})"
+            f"{path}: build(env) failed: {type(err).__name__}: {detail} "
+            f"(at {os.path.basename(frame.filename)}:{frame.lineno})"
         ) from err
     stem = os.path.splitext(os.path.basename(path))[0]
     return build_job_graph(stem, env.nodes, env.parallelism, env.max_parallelism)

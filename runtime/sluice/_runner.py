@@ -32,7 +32,9 @@ def _say(message: str) -> None:
 
 def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     logging.basicConfig(level=logging.WARNING, format="sluice: %(levelname)s %(name)s: %(message)s")
-    env = StreamEnvironment(dict(args.arg), parallelism=args.parallelism, max_parallelism=args.max_parallelism)
+    env = StreamEnvironment(
+        dict(args.arg), parallelism=args.parallelism, max_parallelism=args.max_parallelism
+    )
     try:
         graph = build_graph(args.pipeline, env)
     except (PipelineError, GraphError) as err:

@@ -36,12 +36,16 @@ def _positive(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="sluice", description="Streaming jobs with Flink's finishing semantics.")
+    top = argparse.ArgumentParser(
+        prog="sluice", description="Streaming jobs with Flink's finishing semantics."
+    )
     sub = top.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a pipeline in the foreground until it ends")
     run.add_argument("pipeline", help="a Python file that defines build(env)")
-    run.add_argument("--arg", action="append", type=_key_value, default=[], metavar="K=V", help="available as env.args[K]")
+    run.add_argument(
+        "--arg", action="append", type=_key_value, default=[], metavar="K=V", help="available as env.args[K]"
+    )
     run.add_argument("--parallelism", type=_positive, default=1)
     run.add_argument("--max-parallelism", type=_positive, default=128)
     run.add_argument("--taskmanagers", type=_positive, default=None, help="default: the parallelism")
@@ -50,22 +54,31 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--checkpoint-timeout", type=_duration, default=600.0)
     run.add_argument("--min-pause", type=_duration, default=0.0)
     run.add_argument("--checkpoints-retained", type=_positive, default=1)
-    run.add_argument("--no-checkpoints-after-tasks-finish", action="store_true",
-                     help="decline checkpoints once any task has finished (behaviour before FLIP-147)")
+    run.add_argument(
+        "--no-checkpoints-after-tasks-finish",
+        action="store_true",
+        help="decline checkpoints once any task has finished (behaviour before FLIP-147)",
+    )
     run.add_argument("--savepoint-dir", default=None)
-    run.add_argument("--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from")
+    run.add_argument(
+        "--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from"
+    )
     run.add_argument("--allow-non-restored-state", action="store_true")
     run.add_argument("--job-id", default=None)
     run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
     run.add_argument("--rest-host", default="127.0.0.1")
     run.add_argument("--host", choices=["processes"], default="processes", help="where TaskManagers run")
-    run.add_argument("--restart-strategy", choices=["fixed-delay", "exponential", "none"], default="fixed-delay")
+    run.add_argument(
+        "--restart-strategy", choices=["fixed-delay", "exponential", "none"], default="fixed-delay"
+    )
     run.add_argument("--max-restarts", type=int, default=3)
     run.add_argument("--restart-delay", type=_duration, default=1.0)
     run.add_argument("--quiet", action="store_true", help="no progress lines")
 
     status = sub.add_parser("status", help="print a running job's state")
-    status.add_argument("--address", required=True, help="the coordinator's REST URL, e.g. http://127.0.0.1:8081")
+    status.add_argument(
+        "--address", required=True, help="the coordinator's REST URL, e.g. http://127.0.0.1:8081"
+    )
 
     savepoint = sub.add_parser("savepoint", help="take a savepoint; the job keeps running")
     savepoint.add_argument("--address", required=True)
@@ -73,7 +86,9 @@ def parser() -> argparse.ArgumentParser:
 
     stop = sub.add_parser("stop", help="stop the job with a savepoint (SUSPEND, or TERMINATE with --drain)")
     stop.add_argument("--address", required=True)
-    stop.add_argument("--drain", action="store_true", help="flush everything first: fire all windows (TERMINATE)")
+    stop.add_argument(
+        "--drain", action="store_true", help="flush everything first: fire all windows (TERMINATE)"
+    )
     stop.add_argument("--savepoint-dir", default=None)
 
     cancel = sub.add_parser("cancel", help="cancel the job without a savepoint")
@@ -100,8 +115,9 @@ class _ClientError(Exception):
 
 def _request(address: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(address.rstrip("/") + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        address.rstrip("/") + path, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as response:
             return json.loads(response.read() or b"null")

@@ -12,7 +12,7 @@ from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOpera
 from sluice.engine.operators.sink import SinkOperator, TwoPhaseCommitSinkOperator
 from sluice.engine.operators.timestamps import TimestampsOperator
 from sluice.engine.operators.window import WindowOperator
-from sluice.graph.transformations import PartitionKind, Partitioning, Transformation
+from sluice.graph.transformations import Partitioning, PartitionKind, Transformation
 
 if TYPE_CHECKING:
     from sluice.api.environment import StreamEnvironment
@@ -75,10 +75,14 @@ class DataStream:
     def map(self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
         return self._then("map", uid, name, lambda u: MapOperator(u, fn), isinstance(fn, Function))
 
-    def filter(self, fn: Callable[[Any], bool], uid: str | None = None, name: str | None = None) -> DataStream:
+    def filter(
+        self, fn: Callable[[Any], bool], uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         return self._then("filter", uid, name, lambda u: FilterOperator(u, fn), isinstance(fn, Function))
 
-    def flat_map(self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+    def flat_map(
+        self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         return self._then("flat_map", uid, name, lambda u: FlatMapOperator(u, fn), isinstance(fn, Function))
 
     def process(self, fn: ProcessFunction, uid: str | None = None, name: str | None = None) -> DataStream:
@@ -92,12 +96,16 @@ class DataStream:
         name: str | None = None,
     ) -> DataStream:
         if max_out_of_orderness_ms < 0:
-            raise ValueError(f"assign_timestamps: max_out_of_orderness_ms must be >= 0, got {max_out_of_orderness_ms}")
+            raise ValueError(
+                f"assign_timestamps: max_out_of_orderness_ms must be >= 0, got {max_out_of_orderness_ms}"
+            )
         return self._then(
             "timestamps", uid, name, lambda u: TimestampsOperator(u, extract, max_out_of_orderness_ms), False
         )
 
-    def sink_to(self, sink: Sink | TwoPhaseCommitSink[Any, Any], uid: str | None = None, name: str | None = None) -> DataStream:
+    def sink_to(
+        self, sink: Sink | TwoPhaseCommitSink[Any, Any], uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         if isinstance(sink, TwoPhaseCommitSink):
             return self._then("sink", uid, name, lambda u: TwoPhaseCommitSinkOperator(u, sink), True)
         if isinstance(sink, Sink):
@@ -110,11 +118,15 @@ class KeyedStream(DataStream):
         super().__init__(env, inputs)
         self.key_selector = key_selector
 
-    def reduce(self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+    def reduce(
+        self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         key = self.key_selector
         return self._then("reduce", uid, name, lambda u: KeyedReduceOperator(u, key, fn), True)
 
-    def process(self, fn: KeyedProcessFunction, uid: str | None = None, name: str | None = None) -> DataStream:  # type: ignore[override]
+    def process(
+        self, fn: KeyedProcessFunction | ProcessFunction, uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         if not isinstance(fn, KeyedProcessFunction):
             raise TypeError("process() on a keyed stream needs a sluice.KeyedProcessFunction")
         key = self.key_selector
@@ -129,7 +141,9 @@ class WindowedStream:
         self._keyed = keyed
         self._assigner = assigner
 
-    def reduce(self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+    def reduce(
+        self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         key, assigner = self._keyed.key_selector, self._assigner
         return self._keyed._then(
             "window", uid, name, lambda u: WindowOperator(u, assigner, key, reduce=fn), True

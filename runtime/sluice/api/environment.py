@@ -22,7 +22,9 @@ class StreamEnvironment:
         if parallelism < 1:
             raise ValueError(f"parallelism must be at least 1, got {parallelism}")
         if max_parallelism < parallelism:
-            raise ValueError(f"max parallelism ({max_parallelism}) must be at least the parallelism ({parallelism})")
+            raise ValueError(
+                f"max parallelism ({max_parallelism}) must be at least the parallelism ({parallelism})"
+            )
         self.args: dict[str, str] = dict(args or {})
         self.parallelism = parallelism
         self.max_parallelism = max_parallelism
@@ -41,7 +43,9 @@ class StreamEnvironment:
         node = self._add("source", name or uid, uid, lambda u: SourceOperator(u, source), [], stateful=True)
         return DataStream(self, [(node, None)])
 
-    def _add(self, kind: str, name: str, uid: str | None, factory: Any, inputs: list[Any], stateful: bool) -> Transformation:
+    def _add(
+        self, kind: str, name: str, uid: str | None, factory: Any, inputs: list[Any], stateful: bool
+    ) -> Transformation:
         from sluice.api._callsite import user_call_site
         from sluice.graph.transformations import Input, Transformation
 

@@ -57,6 +57,7 @@ class KeyedContext(Protocol):
     @property
     def time_domain(self) -> str | None:
         """In `on_timer`: "event" or "processing"; None in `process_element`."""
+
     @property
     def timer_service(self) -> TimerService: ...
 

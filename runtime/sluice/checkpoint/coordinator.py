@@ -61,8 +61,13 @@ class CheckpointRecord:
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "id": self.checkpoint_id, "kind": self.kind, "status": self.status, "triggerTime": self.trigger_ms,
-            "completionTime": self.completion_ms, "path": self.path, "error": self.error,
+            "id": self.checkpoint_id,
+            "kind": self.kind,
+            "status": self.status,
+            "triggerTime": self.trigger_ms,
+            "completionTime": self.completion_ms,
+            "path": self.path,
+            "error": self.error,
         }
         if self.status == "COMPLETED":
             out["fullyFinishedOperators"] = self.fully_finished
@@ -95,7 +100,9 @@ class CheckpointCoordinator:
 
     # -- triggering ---------------------------------------------------------------------------------
 
-    def trigger(self, kind: str = "checkpoint", target_dir: str | None = None, stop_mode: str | None = None) -> PendingCheckpoint:
+    def trigger(
+        self, kind: str = "checkpoint", target_dir: str | None = None, stop_mode: str | None = None
+    ) -> PendingCheckpoint:
         plan = plan_checkpoint(self.graph, self.is_finished)
         cid = self.next_id
         self.next_id += 1
@@ -117,8 +124,14 @@ class CheckpointCoordinator:
             raise CheckpointDeclined(reason)
         self.pending[cid] = pending
         self.send(
-            {"type": "trigger", "checkpoint": cid, "timestamp": now_ms, "location": location,
-             "savepoint": kind == "savepoint", "tasks": [list(t) for t in plan.to_trigger]},
+            {
+                "type": "trigger",
+                "checkpoint": cid,
+                "timestamp": now_ms,
+                "location": location,
+                "savepoint": kind == "savepoint",
+                "tasks": [list(t) for t in plan.to_trigger],
+            },
             plan.to_trigger,
         )
         return pending
@@ -167,7 +180,9 @@ class CheckpointCoordinator:
 
     def _record_failure(self, pending: PendingCheckpoint, reason: str) -> None:
         self.counts["failed"] += 1
-        self.history.append(CheckpointRecord(pending.checkpoint_id, pending.kind, "FAILED", pending.trigger_ms, error=reason))
+        self.history.append(
+            CheckpointRecord(pending.checkpoint_id, pending.kind, "FAILED", pending.trigger_ms, error=reason)
+        )
         if pending.done is not None and not pending.done.done():
             pending.done.set_exception(CheckpointDeclined(reason))
             pending.done.exception()  # mark retrieved: a failed periodic checkpoint is not an error
@@ -194,10 +209,16 @@ class CheckpointCoordinator:
                     if op["finished"]:
                         finished.append(s)
                     elif op["path"] is not None:
-                        handles.append({
-                            "index": s, "path": op["path"], "size": op["size"], "keyGroups": op["keyGroups"],
-                            "operatorState": op["operatorState"], "union": op["union"],
-                        })
+                        handles.append(
+                            {
+                                "index": s,
+                                "path": op["path"],
+                                "size": op["size"],
+                                "keyGroups": op["keyGroups"],
+                                "operatorState": op["operatorState"],
+                                "union": op["union"],
+                            }
+                        )
                 fully = len(finished) == vertex.parallelism
                 if union and finished and not fully:
                     raise CheckpointDeclined(
@@ -205,14 +226,23 @@ class CheckpointCoordinator:
                         f"finished ({len(finished)} of {vertex.parallelism}); union list state cannot be "
                         "checkpointed then (FLIP-147)"
                     )
-                operators.append({
-                    "uid": spec.uid, "parallelism": vertex.parallelism, "maxParallelism": vertex.max_parallelism,
-                    "fullyFinished": fully, "finishedSubtasks": [] if fully else finished,
-                    "subtasks": [] if fully else handles,
-                })
+                operators.append(
+                    {
+                        "uid": spec.uid,
+                        "parallelism": vertex.parallelism,
+                        "maxParallelism": vertex.max_parallelism,
+                        "fullyFinished": fully,
+                        "finishedSubtasks": [] if fully else finished,
+                        "subtasks": [] if fully else handles,
+                    }
+                )
         return {
-            "version": METADATA_VERSION, "checkpointId": pending.checkpoint_id, "jobId": self.storage.job_id,
-            "kind": pending.kind, "timestamp": pending.trigger_ms, "stopMode": pending.stop_mode,
+            "version": METADATA_VERSION,
+            "checkpointId": pending.checkpoint_id,
+            "jobId": self.storage.job_id,
+            "kind": pending.kind,
+            "timestamp": pending.trigger_ms,
+            "stopMode": pending.stop_mode,
             "operators": operators,
         }
 
@@ -221,7 +251,11 @@ class CheckpointCoordinator:
             metadata = self.build_metadata(pending)
             await asyncio.to_thread(write_metadata, pending.location, metadata)
         except Exception as err:
-            reason = str(err) if isinstance(err, CheckpointDeclined) else f"writing _metadata failed: {type(err).__name__}: {err}"
+            reason = (
+                str(err)
+                if isinstance(err, CheckpointDeclined)
+                else f"writing _metadata failed: {type(err).__name__}: {err}"
+            )
             self.fail(pending, reason)
             return
         if self.pending.pop(pending.checkpoint_id, None) is None:
@@ -229,8 +263,14 @@ class CheckpointCoordinator:
         now_ms = time.time_ns() // 1_000_000
         fully = [op["uid"] for op in metadata["operators"] if op["fullyFinished"]]
         record = CheckpointRecord(
-            pending.checkpoint_id, pending.kind, "COMPLETED", pending.trigger_ms, now_ms, pending.location,
-            fully_finished=fully, finished_subtasks=len(pending.plan.finished),
+            pending.checkpoint_id,
+            pending.kind,
+            "COMPLETED",
+            pending.trigger_ms,
+            now_ms,
+            pending.location,
+            fully_finished=fully,
+            finished_subtasks=len(pending.plan.finished),
         )
         self.history.append(record)
         self.counts["completed"] += 1
@@ -246,8 +286,10 @@ class CheckpointCoordinator:
             await asyncio.to_thread(self._retain)
 
     def _retain(self) -> None:
-        completed = [r.checkpoint_id for r in self.history if r.status == "COMPLETED" and r.kind == "checkpoint"]
-        keep = set(completed[-max(1, self.config.retained):])
+        completed = [
+            r.checkpoint_id for r in self.history if r.status == "COMPLETED" and r.kind == "checkpoint"
+        ]
+        keep = set(completed[-max(1, self.config.retained) :])
         for cid in self.storage.completed_ids():
             if cid not in keep and cid < max(keep, default=0):
                 discard(self.storage.checkpoint_location(cid))
@@ -259,7 +301,12 @@ class CheckpointCoordinator:
             "latestSavepoint": self.latest_savepoint.as_json() if self.latest_savepoint else None,
             "history": [r.as_json() for r in reversed(self.history[-50:])],
             "inProgress": [
-                {"id": p.checkpoint_id, "kind": p.kind, "triggerTime": p.trigger_ms, "waitingFor": len(p.waiting)}
+                {
+                    "id": p.checkpoint_id,
+                    "kind": p.kind,
+                    "triggerTime": p.trigger_ms,
+                    "waitingFor": len(p.waiting),
+                }
                 for p in self.pending.values()
             ],
         }

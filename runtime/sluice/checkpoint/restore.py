@@ -58,7 +58,8 @@ def restored_share(
     keyed_handles = [h for h in handles if h.get("keyGroups") is not None]
     if keyed_handles and entry["maxParallelism"] != max_parallelism:
         raise RestoreError(
-            f"operator {uid!r} was checkpointed with max parallelism {entry['maxParallelism']} but the job now "
+            f"operator {uid!r} was checkpointed with max parallelism {entry['maxParallelism']} "
+            "but the job now "
             f"uses {max_parallelism}; keyed state can only be restored with the same max parallelism"
         )
     unchanged = entry["parallelism"] == parallelism and not entry["finishedSubtasks"]

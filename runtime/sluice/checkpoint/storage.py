@@ -47,9 +47,7 @@ class CheckpointStorage:
             entries = fs.ls(path, detail=False)
         except FileNotFoundError:
             return None
-        ids = sorted(
-            (int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/")))), reverse=True
-        )
+        ids = sorted((int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/")))), reverse=True)
         for cid in ids:
             location = self.checkpoint_location(cid)
             if exists(join(location, METADATA)):

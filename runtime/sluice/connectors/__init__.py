@@ -1,6 +1,13 @@
 """Sources and sinks."""
 
-from sluice.connectors.base import Sink, SinkWriter, Source, SplitReader, TransactionContext, TwoPhaseCommitSink
+from sluice.connectors.base import (
+    Sink,
+    SinkWriter,
+    Source,
+    SplitReader,
+    TransactionContext,
+    TwoPhaseCommitSink,
+)
 from sluice.connectors.files import FileSink, FileSource
 from sluice.connectors.generator import GeneratorSource
 from sluice.connectors.print_sink import PrintSink

@@ -1,4 +1,4 @@
-"""A source that emits `fn(i)` for i = 0, 1, 2, …, bounded by `count` or unbounded, optionally rate-limited."""
+"""A source that emits `fn(i)` for i = 0, 1, 2, …, bounded by `count` or not, optionally rate-limited."""
 
 from __future__ import annotations
 

@@ -134,7 +134,12 @@ class JobMaster:
             self.end_ms = time.time_ns() // 1_000_000
             latest = self.checkpoints.latest.path if self.checkpoints and self.checkpoints.latest else None
             self.result = await asyncio.to_thread(
-                write_result, self.storage.job_dir, self.config.job_id, self.state, self.last_savepoint, latest,
+                write_result,
+                self.storage.job_dir,
+                self.config.job_id,
+                self.state,
+                self.last_savepoint,
+                latest,
                 None if self.state == "FINISHED" else self.error,
             )
             await self._control.close()
@@ -153,7 +158,12 @@ class JobMaster:
         self.subtasks = {(v.id, s): "DEPLOYING" for v in self.graph.vertices for s in range(v.parallelism)}
         self.placement = placement(self.graph, self.config.taskmanagers)
         self.checkpoints = CheckpointCoordinator(
-            self.graph, self.storage, self.config.checkpoints, self._send, self.is_finished, self._next_checkpoint_id
+            self.graph,
+            self.storage,
+            self.config.checkpoints,
+            self._send,
+            self.is_finished,
+            self._next_checkpoint_id,
         )
         self._control.expect(self.config.taskmanagers, self.attempt)
         await self.host.start(self.config.taskmanagers, self._control.address, self.attempt)
@@ -167,9 +177,12 @@ class JobMaster:
             lost.cancel()
 
     async def _await_registration(self, lost: asyncio.Future[str]) -> None:
-        registered = asyncio.ensure_future(self._control.registered.wait())
+        registered: asyncio.Future[Any] = asyncio.ensure_future(self._control.registered.wait())
+        waiting: set[asyncio.Future[Any]] = {registered, lost}
         done, _ = await asyncio.wait(
-            {registered, lost}, timeout=self.config.registration_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            waiting,
+            timeout=self.config.registration_timeout_s,
+            return_when=asyncio.FIRST_COMPLETED,
         )
         registered.cancel()
         if lost in done:
@@ -177,7 +190,8 @@ class JobMaster:
         if registered not in done:
             raise _AttemptEnded(
                 "failed",
-                f"only {len(self._control.links)} of {self.config.taskmanagers} TaskManagers registered within "
+                f"only {len(self._control.links)} of {self.config.taskmanagers} TaskManagers registered "
+                "within "
                 f"{self.config.registration_timeout_s:g}s",
             )
 
@@ -186,19 +200,27 @@ class JobMaster:
         where = {f"{v}:{s}": tm for (v, s), tm in self.placement.items()}
         for index, link in self._control.links.items():
             mine = [[v, s] for (v, s), tm in self.placement.items() if tm == index]
-            link.send({
-                "type": "deploy", "attempt": self.attempt, "jobId": self.config.job_id, "graph": self._graph_bytes,
-                "tasks": mine, "placement": where, "taskmanagers": addresses,
-                "restore": metadata["_location"] if metadata else None,
-            })
+            link.send(
+                {
+                    "type": "deploy",
+                    "attempt": self.attempt,
+                    "jobId": self.config.job_id,
+                    "graph": self._graph_bytes,
+                    "tasks": mine,
+                    "placement": where,
+                    "taskmanagers": addresses,
+                    "restore": metadata["_location"] if metadata else None,
+                }
+            )
 
     async def _drive(self, lost: asyncio.Future[str]) -> None:
         assert self.checkpoints is not None
         interval = self.config.checkpoints.interval_s
         next_periodic = time.monotonic() + (interval or 0)
         while True:
-            event = asyncio.ensure_future(self._events.get())
-            done, _ = await asyncio.wait({event, lost}, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
+            event: asyncio.Future[Any] = asyncio.ensure_future(self._events.get())
+            waiting: set[asyncio.Future[Any]] = {event, lost}
+            done, _ = await asyncio.wait(waiting, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
             if lost in done:
                 event.cancel()
                 raise _AttemptEnded("failed", lost.result())
@@ -212,10 +234,9 @@ class JobMaster:
             self._maybe_stop_savepoint()
             if self._should_take_final_checkpoint():
                 self._trigger("checkpoint")
-            elif interval and time.monotonic() >= next_periodic:
-                if self._periodic_allowed():
-                    self._trigger("checkpoint")
-                    next_periodic = time.monotonic() + interval
+            elif interval and time.monotonic() >= next_periodic and self._periodic_allowed():
+                self._trigger("checkpoint")
+                next_periodic = time.monotonic() + interval
 
     def _periodic_allowed(self) -> bool:
         assert self.checkpoints is not None
@@ -229,7 +250,9 @@ class JobMaster:
             return False
         return self._all("END_OF_DATA", "FINISHED") and not self._all("FINISHED")
 
-    def _trigger(self, kind: str, target_dir: str | None = None, stop_mode: str | None = None) -> asyncio.Future[dict[str, Any]] | None:
+    def _trigger(
+        self, kind: str, target_dir: str | None = None, stop_mode: str | None = None
+    ) -> asyncio.Future[dict[str, Any]] | None:
         assert self.checkpoints is not None
         all_ended = self._all("END_OF_DATA", "FINISHED")
         try:
@@ -253,7 +276,9 @@ class JobMaster:
         await self.host.stop(grace_s=5.0 if graceful else 0.0)
         request = self.stop_request
         if request is not None and not request.done.done():
-            request.done.set_exception(RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}"))
+            request.done.set_exception(
+                RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}")
+            )
 
     # -- messages from TaskManagers -------------------------------------------------------------------
 
@@ -293,8 +318,14 @@ class JobMaster:
                 self._events.put_nowait(("finished", None))
 
     def _on_lost(self, link: TaskManagerLink, attempt: int) -> None:
-        if attempt == self.attempt and self.state in ("RUNNING", "CREATED", "RESTARTING") and not self._all("FINISHED"):
-            self._events.put_nowait(("failed", f"lost the connection to TaskManager {link.index} (pid {link.pid})"))
+        if (
+            attempt == self.attempt
+            and self.state in ("RUNNING", "CREATED", "RESTARTING")
+            and not self._all("FINISHED")
+        ):
+            self._events.put_nowait(
+                ("failed", f"lost the connection to TaskManager {link.index} (pid {link.pid})")
+            )
 
     # -- operations ---------------------------------------------------------------------------------
 
@@ -309,7 +340,11 @@ class JobMaster:
             raise RuntimeError(f"the job is {self.state}, a savepoint needs it RUNNING")
         done = self._trigger("savepoint", target)
         if done is None:
-            raise RuntimeError("the savepoint was declined: " + (self.checkpoints.history[-1].error or "") if self.checkpoints else "")
+            raise RuntimeError(
+                "the savepoint was declined: " + (self.checkpoints.history[-1].error or "")
+                if self.checkpoints
+                else ""
+            )
         metadata = await done
         path = metadata.get("_location") or self.storage.savepoint_location(target, metadata["checkpointId"])
         self.last_savepoint = path
@@ -318,7 +353,10 @@ class JobMaster:
     def _savepoint_target(self, target_dir: str | None) -> str:
         target = target_dir or self.config.savepoint_dir
         if not target:
-            raise ValueError("no savepoint directory: pass targetDirectory / --savepoint-dir, or start the job with --savepoint-dir")
+            raise ValueError(
+                "no savepoint directory: pass targetDirectory / --savepoint-dir, "
+                "or start the job with --savepoint-dir"
+            )
         return target
 
     async def stop_with_savepoint(self, drain: bool, target_dir: str | None) -> str:
@@ -330,7 +368,9 @@ class JobMaster:
         target = self._savepoint_target(target_dir)
         await asyncio.to_thread(self.storage.probe_writable, target)
         if self.state != "RUNNING" or self.stop_request is not None:
-            raise RuntimeError(f"the job is {self.state}{' and already stopping' if self.stop_request else ''}")
+            raise RuntimeError(
+                f"the job is {self.state}{' and already stopping' if self.stop_request else ''}"
+            )
         request = StopRequest(drain, target, asyncio.get_running_loop().create_future())
         self.stop_request = request
         self._control.broadcast({"type": "stop", "drain": drain})
@@ -380,21 +420,37 @@ class JobMaster:
         states = list(self.subtasks.values())
         vertices = []
         for vertex in self.graph.vertices:
-            vertices.append({
-                "id": vertex.id, "name": vertex.name, "uids": vertex.uids, "parallelism": vertex.parallelism,
-                "subtasks": [
-                    {"index": s, "state": self.subtasks.get((vertex.id, s), "CREATED"),
-                     "taskManager": self.placement.get((vertex.id, s))}
-                    for s in range(vertex.parallelism)
-                ],
-            })
+            vertices.append(
+                {
+                    "id": vertex.id,
+                    "name": vertex.name,
+                    "uids": vertex.uids,
+                    "parallelism": vertex.parallelism,
+                    "subtasks": [
+                        {
+                            "index": s,
+                            "state": self.subtasks.get((vertex.id, s), "CREATED"),
+                            "taskManager": self.placement.get((vertex.id, s)),
+                        }
+                        for s in range(vertex.parallelism)
+                    ],
+                }
+            )
         return {
-            "jobId": self.config.job_id, "name": self.graph.name, "state": self.state,
-            "startTime": self.start_ms, "endTime": self.end_ms, "attempt": self.attempt, "restarts": self.restarts,
-            "error": self.error, "lastSavepoint": self.last_savepoint,
+            "jobId": self.config.job_id,
+            "name": self.graph.name,
+            "state": self.state,
+            "startTime": self.start_ms,
+            "endTime": self.end_ms,
+            "attempt": self.attempt,
+            "restarts": self.restarts,
+            "error": self.error,
+            "lastSavepoint": self.last_savepoint,
             "subtasks": {
-                "total": len(states), "running": sum(s not in ("FINISHED", "FAILED", "CANCELED") for s in states),
+                "total": len(states),
+                "running": sum(s not in ("FINISHED", "FAILED", "CANCELED") for s in states),
                 "finished": states.count("FINISHED"),
             },
-            "vertices": vertices, "metrics": self.totals(),
+            "vertices": vertices,
+            "metrics": self.totals(),
         }

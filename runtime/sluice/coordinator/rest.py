@@ -19,14 +19,16 @@ class RestApi:
         self.savepoints: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.app = web.Application()
-        self.app.add_routes([
-            web.get("/v1/health", self.health),
-            web.get("/v1/job", self.get_job),
-            web.get("/v1/checkpoints", self.get_checkpoints),
-            web.post("/v1/savepoints", self.post_savepoint),
-            web.get("/v1/savepoints/{trigger_id}", self.get_savepoint),
-            web.post("/v1/job/cancel", self.cancel),
-        ])
+        self.app.add_routes(
+            [
+                web.get("/v1/health", self.health),
+                web.get("/v1/job", self.get_job),
+                web.get("/v1/checkpoints", self.get_checkpoints),
+                web.post("/v1/savepoints", self.post_savepoint),
+                web.get("/v1/savepoints/{trigger_id}", self.get_savepoint),
+                web.post("/v1/job/cancel", self.cancel),
+            ]
+        )
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -52,18 +54,27 @@ class RestApi:
     async def get_checkpoints(self, request: web.Request) -> web.Response:
         cc = self.job.checkpoints
         if cc is None:
-            return web.json_response({"counts": {"completed": 0, "failed": 0, "inProgress": 0}, "latest": None,
-                                      "latestSavepoint": None, "history": [], "inProgress": []})
+            return web.json_response(
+                {
+                    "counts": {"completed": 0, "failed": 0, "inProgress": 0},
+                    "latest": None,
+                    "latestSavepoint": None,
+                    "history": [],
+                    "inProgress": [],
+                }
+            )
         return web.json_response(cc.as_json())
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
         try:
             body = await request.json() if request.can_read_body else {}
         except ValueError:
-            return _error(400, "the body must be JSON: {\"stop\": false|\"suspend\"|\"terminate\", \"targetDirectory\": URI}")
+            return _error(
+                400, 'the body must be JSON: {"stop": false|"suspend"|"terminate", "targetDirectory": URI}'
+            )
         stop = body.get("stop", False)
         if stop not in (False, None, "suspend", "terminate"):
-            return _error(400, f"stop must be false, \"suspend\" or \"terminate\", not {stop!r}")
+            return _error(400, f'stop must be false, "suspend" or "terminate", not {stop!r}')
         target = body.get("targetDirectory")
         if target is not None and not isinstance(target, str):
             return _error(400, "targetDirectory must be a URI string")
@@ -72,8 +83,13 @@ class RestApi:
         if self.job.state != "RUNNING":
             return _error(409, f"the job is {self.job.state}; savepoints need a RUNNING job")
         trigger_id = str(next(_trigger_ids))
-        entry: dict[str, Any] = {"status": "IN_PROGRESS", "path": None, "checkpointId": None, "error": None,
-                                 "stop": stop or None}
+        entry: dict[str, Any] = {
+            "status": "IN_PROGRESS",
+            "path": None,
+            "checkpointId": None,
+            "error": None,
+            "stop": stop or None,
+        }
         self.savepoints[trigger_id] = entry
         task = asyncio.create_task(self._run_savepoint(entry, stop or None, target))
         self._tasks.add(task)

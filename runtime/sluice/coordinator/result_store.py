@@ -27,11 +27,20 @@ def read_result(job_dir: str) -> dict[str, Any] | None:
 
 
 def write_result(
-    job_dir: str, job_id: str, state: str, last_savepoint: str | None, last_checkpoint: str | None, error: str | None
+    job_dir: str,
+    job_id: str,
+    state: str,
+    last_savepoint: str | None,
+    last_checkpoint: str | None,
+    error: str | None,
 ) -> dict[str, Any]:
     result = {
-        "jobId": job_id, "state": state, "timestamp": time.time_ns() // 1_000_000,
-        "lastSavepoint": last_savepoint, "lastCheckpoint": last_checkpoint, "error": error,
+        "jobId": job_id,
+        "state": state,
+        "timestamp": time.time_ns() // 1_000_000,
+        "lastSavepoint": last_savepoint,
+        "lastCheckpoint": last_checkpoint,
+        "error": error,
     }
     fs, path = filesystem(result_uri(job_dir))
     fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)

@@ -19,7 +19,8 @@ def validate_restore(graph: JobGraph, metadata: dict[str, Any], allow_non_restor
     ]
     if orphaned and not allow_non_restored_state:
         raise RestoreRefused(
-            f"{metadata['_location']} has state for operators the job no longer has: {', '.join(sorted(orphaned))}. "
+            f"{metadata['_location']} has state for operators the job no longer has: "
+            f"{', '.join(sorted(orphaned))}. "
             "Give the operators their old uids, or pass --allow-non-restored-state to drop that state"
         )
     finished_vertex: dict[int, bool] = {}
@@ -29,7 +30,8 @@ def validate_restore(graph: JobGraph, metadata: dict[str, Any], allow_non_restor
             finished = [u for u, f in zip(vertex.uids, flags, strict=True) if f]
             running = [u for u, f in zip(vertex.uids, flags, strict=True) if not f]
             raise RestoreRefused(
-                f"cannot restore from {metadata['_location']}: the chain {vertex.name!r} mixes fully finished "
+                f"cannot restore from {metadata['_location']}: the chain {vertex.name!r} mixes "
+                "fully finished "
                 f"operators ({', '.join(finished)}) with operators that must run ({', '.join(running)}); "
                 "a chain is either finished as a whole or runs as a whole"
             )
@@ -41,7 +43,8 @@ def validate_restore(graph: JobGraph, metadata: dict[str, Any], allow_non_restor
             if not finished_vertex[edge.source]:
                 upstream = graph.vertex(edge.source)
                 raise RestoreRefused(
-                    f"cannot restore from {metadata['_location']}: operator {upstream.uids[-1]!r} would run in front of "
+                    f"cannot restore from {metadata['_location']}: operator {upstream.uids[-1]!r} "
+                    "would run in front of "
                     f"the fully finished {vertex.uids[0]!r}, which can receive no more records; remove it or "
                     "restore from a checkpoint taken before the downstream operators finished"
                 )

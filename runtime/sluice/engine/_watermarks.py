@@ -22,8 +22,7 @@ class WatermarkValve:
 
     def on_watermark(self, channel: int, timestamp: int) -> int | None:
         """The new combined watermark when it advanced, else None."""
-        if timestamp > self.watermarks[channel]:
-            self.watermarks[channel] = timestamp
+        self.watermarks[channel] = max(self.watermarks[channel], timestamp)
         self.idle[channel] = False
         return self._advance()
 

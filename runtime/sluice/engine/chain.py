@@ -126,7 +126,9 @@ class OperatorChain:
                     finished=self.operators_finished,
                     union=snap is not None and snap.uses_union_state(),
                     operator_state=snap is not None and bool(snap.lists or snap.unions or snap.broadcast),
-                    key_groups=(self._key_groups.start, self._key_groups.stop - 1) if op.is_keyed or keyed else None,
+                    key_groups=(self._key_groups.start, self._key_groups.stop - 1)
+                    if op.is_keyed or keyed
+                    else None,
                 )
             )
         return acks

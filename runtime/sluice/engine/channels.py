@@ -9,6 +9,7 @@ queue (and stops reading while it is full, which lets TCP flow control push back
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 
 from sluice.engine.events import Event
@@ -85,10 +86,8 @@ class InputGate:
         self._available.clear()
         if self.poll_ready():
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._available.wait(), timeout)
-        except TimeoutError:
-            pass
 
     def poll_ready(self) -> bool:
         return any(len(c) and i not in self.blocked for i, c in enumerate(self.channels))

@@ -67,4 +67,12 @@ class EndOfPartition:
     """The last event of a channel: its sender has closed and exits."""
 
 
-Event = RecordBatch | Watermark | WatermarkStatus | CheckpointBarrier | CancelCheckpoint | EndOfData | EndOfPartition
+Event = (
+    RecordBatch
+    | Watermark
+    | WatermarkStatus
+    | CheckpointBarrier
+    | CancelCheckpoint
+    | EndOfData
+    | EndOfPartition
+)

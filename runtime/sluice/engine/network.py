@@ -66,8 +66,8 @@ class DataServer:
         assert task is not None
         self._connections.add(task)
         try:
-            key = tuple(await read_frame(reader))
-            channel = await self._slot(key)  # type: ignore[arg-type]
+            attempt, vertex, subtask, index = await read_frame(reader)
+            channel = await self._slot((attempt, vertex, subtask, index))
             while True:
                 event = await read_frame(reader)
                 await channel.put(event)

@@ -37,7 +37,7 @@ from sluice.engine.events import (
     WatermarkStatus,
 )
 from sluice.engine.operators.source import SourceOperator
-from sluice.engine.writer import BATCH_SIZE, RecordWriter
+from sluice.engine.writer import BATCH_SIZE
 
 Report = Callable[[dict[str, Any]], None]
 
@@ -98,6 +98,10 @@ class StreamTask:
         self._pending_writes: set[asyncio.Task[None]] = set()
         self._source = chain.head if isinstance(chain.head, SourceOperator) else None
 
+    def is_done(self) -> bool:
+        """The final checkpoint completed: the task closes now."""
+        return self._done
+
     # -- messages from the coordinator ------------------------------------------------------------
 
     def post(self, message: Trigger | Stop | Complete | Abort) -> None:
@@ -107,7 +111,9 @@ class StreamTask:
             self.gate.notify()
 
     def _state(self, state: str, **extra: Any) -> None:
-        self.report({"type": "task", "vertex": self.vertex.id, "subtask": self.subtask_index, "state": state, **extra})
+        self.report(
+            {"type": "task", "vertex": self.vertex.id, "subtask": self.subtask_index, "state": state, **extra}
+        )
 
     # -- the main loop ------------------------------------------------------------------------------
 
@@ -147,11 +153,11 @@ class StreamTask:
     async def _loop(self) -> None:
         source, gate = self._source, self.gate
         tokens_at, tokens = time.monotonic(), 0.0
-        while not self._done:
+        while not self.is_done():
             busy = False
             if self.mailbox:
                 await self._handle_mailbox()
-                if self._done:
+                if self.is_done():
                     break
             if source is not None and not self.end_of_data:
                 batch = BATCH_SIZE
@@ -180,7 +186,7 @@ class StreamTask:
                 await asyncio.sleep(0)
                 continue
             await self._flush(True)
-            if self._done:
+            if self.is_done():
                 break
             await self._idle_wait(source)
 
@@ -190,7 +196,9 @@ class StreamTask:
         if timer is not None:
             timeout = max(0.0, min(1.0, (timer - processing_time_ms()) / 1000))
         if source is not None and not self.end_of_data:
-            timeout = 0.001 if self.rate is None else min(timeout or 1.0, max(0.001, BATCH_SIZE / self.rate / 4))
+            timeout = (
+                0.001 if self.rate is None else min(timeout or 1.0, max(0.001, BATCH_SIZE / self.rate / 4))
+            )
         if self.gate is not None:
             await self.gate.wait(timeout)
         else:
@@ -249,9 +257,8 @@ class StreamTask:
         self._ended_channels.add(channel)
         self._drains.append(drain)
         edge = self.input_edges[channel]
-        if all(c in self._ended_channels for c, e in enumerate(self.input_edges) if e == edge):
-            if drain:
-                self.chain.head.end_input(edge)
+        if drain and all(c in self._ended_channels for c, e in enumerate(self.input_edges) if e == edge):
+            self.chain.head.end_input(edge)
         if len(self._ended_channels) == len(self.input_edges):
             await self._end_of_data(drain=all(self._drains))
 
@@ -300,12 +307,13 @@ class StreamTask:
                 self.chain.notify_aborted(message.checkpoint_id)
                 if self._final_checkpoint == message.checkpoint_id:
                     self._final_checkpoint = None
-            elif isinstance(message, Stop):
-                if self._source is not None and not self.end_of_data:
-                    await self._end_of_data(drain=message.drain)
+            elif isinstance(message, Stop) and self._source is not None and not self.end_of_data:
+                await self._end_of_data(drain=message.drain)
 
     async def _on_trigger(self, trigger: Trigger) -> None:
-        barrier = CheckpointBarrier(trigger.checkpoint_id, trigger.timestamp, trigger.location, trigger.is_savepoint)
+        barrier = CheckpointBarrier(
+            trigger.checkpoint_id, trigger.timestamp, trigger.location, trigger.is_savepoint
+        )
         if self._source is not None:
             await self._checkpoint(barrier)
             return
@@ -350,23 +358,39 @@ class StreamTask:
                     handle["path"] = name
                 operators.append(handle)
         except Exception as err:
-            self.report({
-                "type": "decline", "checkpoint": cid, "vertex": self.vertex.id, "subtask": self.subtask_index,
-                "reason": f"writing state of {self.vertex.name}[{self.subtask_index}] failed: "
-                f"{type(err).__name__}: {err}",
-            })
+            self.report(
+                {
+                    "type": "decline",
+                    "checkpoint": cid,
+                    "vertex": self.vertex.id,
+                    "subtask": self.subtask_index,
+                    "reason": f"writing state of {self.vertex.name}[{self.subtask_index}] failed: "
+                    f"{type(err).__name__}: {err}",
+                }
+            )
             return
-        self.report({
-            "type": "ack", "checkpoint": cid, "vertex": self.vertex.id, "subtask": self.subtask_index,
-            "operators": operators, "endOfData": self.end_of_data,
-        })
+        self.report(
+            {
+                "type": "ack",
+                "checkpoint": cid,
+                "vertex": self.vertex.id,
+                "subtask": self.subtask_index,
+                "operators": operators,
+                "endOfData": self.end_of_data,
+            }
+        )
 
     def _abort_alignment(self, checkpoint_id: int, why: str) -> None:
         self.chain.broadcast(CancelCheckpoint(checkpoint_id))
-        self.report({
-            "type": "decline", "checkpoint": checkpoint_id, "vertex": self.vertex.id,
-            "subtask": self.subtask_index, "reason": why,
-        })
+        self.report(
+            {
+                "type": "decline",
+                "checkpoint": checkpoint_id,
+                "vertex": self.vertex.id,
+                "subtask": self.subtask_index,
+                "reason": why,
+            }
+        )
 
     async def _drain_writes(self) -> None:
         if self._pending_writes:

@@ -20,12 +20,12 @@ import cloudpickle
 
 from sluice.checkpoint.restore import Share, restored_share
 from sluice.checkpoint.storage import read_metadata
-from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
 from sluice.engine.chain import OperatorChain
+from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
 from sluice.engine.context import Metrics
 from sluice.engine.network import DataServer, RemoteOutputChannel, encode, read_frame
 from sluice.engine.operators.source import SourceOperator
-from sluice.engine.task import Abort, Complete, StreamTask, Stop, Trigger
+from sluice.engine.task import Abort, Complete, Stop, StreamTask, Trigger
 from sluice.engine.wiring import SubtaskId, channel_index, input_channels, output_targets
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobGraph
@@ -52,8 +52,20 @@ class TaskManager:
     async def run(self) -> int:
         await self.data.start(self.bind_host)
         reader, self._writer = await asyncio.open_connection(self.coordinator_host, self.coordinator_port)
-        advertised = self.bind_host if self.bind_host not in ("0.0.0.0", "") else socket.gethostbyname(socket.gethostname())
-        self.report({"type": "register", "tm": self.index, "host": advertised, "dataPort": self.data.port, "pid": os.getpid()})
+        advertised = (
+            self.bind_host
+            if self.bind_host not in ("0.0.0.0", "")
+            else socket.gethostbyname(socket.gethostname())
+        )
+        self.report(
+            {
+                "type": "register",
+                "tm": self.index,
+                "host": advertised,
+                "dataPort": self.data.port,
+                "pid": os.getpid(),
+            }
+        )
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             while True:
@@ -75,10 +87,13 @@ class TaskManager:
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            self.report({
-                "type": "metrics", "tm": self.index,
-                "metrics": {f"{v}:{s}": m.as_dict() for (v, s), m in self.metrics.items()},
-            })
+            self.report(
+                {
+                    "type": "metrics",
+                    "tm": self.index,
+                    "metrics": {f"{v}:{s}": m.as_dict() for (v, s), m in self.metrics.items()},
+                }
+            )
             if self._writer is not None:
                 with contextlib.suppress(ConnectionError):
                     await self._writer.drain()
@@ -91,7 +106,14 @@ class TaskManager:
             for v, s in message["tasks"]:
                 task = self.tasks.get((v, s))
                 if task is not None:
-                    task.post(Trigger(message["checkpoint"], message["timestamp"], message["location"], message["savepoint"]))
+                    task.post(
+                        Trigger(
+                            message["checkpoint"],
+                            message["timestamp"],
+                            message["location"],
+                            message["savepoint"],
+                        )
+                    )
         elif kind == "complete":
             for task in self.tasks.values():
                 task.post(Complete(message["checkpoint"]))
@@ -146,15 +168,19 @@ class TaskManager:
             self._runners.append(asyncio.create_task(task.run()))
 
     @staticmethod
-    def _restore_shares(graph: JobGraph, mine: list[Any], restore: str | None) -> dict[SubtaskId, dict[str, Share]]:
-        shares: dict[SubtaskId, dict[str, Share]] = {tuple(t): {} for t in mine}  # type: ignore[misc]
+    def _restore_shares(
+        graph: JobGraph, mine: list[Any], restore: str | None
+    ) -> dict[SubtaskId, dict[str, Share]]:
+        shares: dict[SubtaskId, dict[str, Share]] = {(v, s): {} for v, s in mine}
         if restore is None:
             return shares
         metadata = read_metadata(restore)
         for v, s in mine:
             vertex = graph.vertex(v)
             for op in vertex.operators:
-                shares[(v, s)][op.uid] = restored_share(metadata, op.uid, s, vertex.parallelism, vertex.max_parallelism)
+                shares[(v, s)][op.uid] = restored_share(
+                    metadata, op.uid, s, vertex.parallelism, vertex.max_parallelism
+                )
         return shares
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from sluice.engine.channels import OutputChannel
 from sluice.engine.events import Event, RecordBatch
-from sluice.graph.transformations import PartitionKind, Partitioning
+from sluice.graph.transformations import Partitioning, PartitionKind
 from sluice.state.keygroups import channel_table, stable_hash
 
 BATCH_SIZE = 1024
@@ -55,7 +55,9 @@ class _ChannelBuffer:
 class RecordWriter:
     """Writes to the channels of one outgoing edge."""
 
-    def __init__(self, partitioning: Partitioning, channels: list[OutputChannel], max_parallelism: int) -> None:
+    def __init__(
+        self, partitioning: Partitioning, channels: list[OutputChannel], max_parallelism: int
+    ) -> None:
         self.partitioning = partitioning
         self.buffers = [_ChannelBuffer(c) for c in channels]
         self._key = partitioning.key_selector

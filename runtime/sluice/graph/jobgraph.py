@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sluice.engine.operators.base import StreamOperator
-from sluice.graph.transformations import PartitionKind, Partitioning, Transformation
+from sluice.graph.transformations import Partitioning, PartitionKind, Transformation
 
 POINTWISE = "POINTWISE"
 ALL_TO_ALL = "ALL_TO_ALL"
@@ -155,7 +155,7 @@ def _assign_uids(nodes: list[Transformation]) -> dict[int, str]:
         if node.uid is None:
             if node.stateful:
                 raise GraphError(
-                    f"{node.describe()} holds state and needs a uid: pass uid=\"...\" so its state can "
+                    f'{node.describe()} holds state and needs a uid: pass uid="..." so its state can '
                     "be found again after a restart or an upgrade"
                 )
             continue

@@ -25,8 +25,15 @@ class ProcessHost:
         env["SLUICE_ATTEMPT"] = str(attempt)
         for index in range(count):
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "sluice.engine.taskmanager",
-                "--coordinator", coordinator_address, "--index", str(index), "--bind-host", self.bind_host,
+                sys.executable,
+                "-m",
+                "sluice.engine.taskmanager",
+                "--coordinator",
+                coordinator_address,
+                "--index",
+                str(index),
+                "--bind-host",
+                self.bind_host,
                 env=env,
             )
             self.processes.append(proc)

@@ -69,7 +69,8 @@ class ValueState(Generic[T]):
         self._backend, self._table, self._default = backend, table, default
 
     def value(self) -> T | None:
-        return self._table.get(self._backend.current_key, self._default)  # type: ignore[no-any-return]
+        value: T | None = self._table.get(self._backend.current_key, self._default)
+        return value
 
     def update(self, value: T) -> None:
         self._table[self._backend.current_key] = value
@@ -116,7 +117,7 @@ class MapState:
             entries = {}
             if create:
                 self._table[key] = entries
-        return entries  # type: ignore[return-value]
+        return entries  # type: ignore[no-any-return]
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self._entries().get(key, default)

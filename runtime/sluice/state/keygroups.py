@@ -21,7 +21,7 @@ def stable_hash(key: Any) -> int:
     """A 32-bit hash of `key` that is equal in every process and every run."""
     kind = type(key)
     if kind is int or kind is bool:
-        return ((key * _GOLDEN) & _MASK64) >> 32
+        return ((int(key) * _GOLDEN) & _MASK64) >> 32
     if kind is str:
         return zlib.crc32(key.encode("utf-8"))
     if kind is bytes:

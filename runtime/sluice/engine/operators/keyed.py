@@ -21,7 +21,9 @@ class KeyedReduceOperator(StreamOperator):
 
     is_keyed = True
 
-    def __init__(self, uid: str, key_selector: Callable[[Any], Any], reduce: Callable[[Any, Any], Any]) -> None:
+    def __init__(
+        self, uid: str, key_selector: Callable[[Any], Any], reduce: Callable[[Any, Any], Any]
+    ) -> None:
         self.uid = uid
         self.key_selector = key_selector
         self.reduce_fn = reduce
@@ -93,7 +95,9 @@ class KeyedProcessOperator(UdfOperator):
 
     def __init__(self, uid: str, key_selector: Callable[[Any], Any], fn: KeyedProcessFunction) -> None:
         if not isinstance(fn, KeyedProcessFunction):
-            raise TypeError(f"operator {uid!r}: process() on a keyed stream needs a sluice.KeyedProcessFunction")
+            raise TypeError(
+                f"operator {uid!r}: process() on a keyed stream needs a sluice.KeyedProcessFunction"
+            )
         super().__init__(uid, fn)
         self.key_selector = key_selector
         self.timers = TimerService()

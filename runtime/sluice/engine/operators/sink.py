@@ -60,7 +60,9 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
         self._finished = False
 
     def initialize_state(self, restored: RestoredState | None) -> None:
-        self._txn_ctx = TransactionContext(self.ctx.job_id, self.uid, self.ctx.subtask_index, self.ctx.attempt)
+        self._txn_ctx = TransactionContext(
+            self.ctx.job_id, self.uid, self.ctx.subtask_index, self.ctx.attempt
+        )
         recommitted: list[Any] = []
         if restored is not None:
             for _, committable in restored.lists.get("pending", []):
