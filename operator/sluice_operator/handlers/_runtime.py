@@ -1,0 +1,28 @@
+"""Process-wide state of the handlers: the API clients, the configuration and per-object locks."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from sluice_operator.models import OperatorConfig
+from sluice_operator.services import Deps
+
+
+@dataclass
+class Runtime:
+    config: OperatorConfig = field(default_factory=OperatorConfig.from_env)
+    deps: Deps | None = None
+    locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+
+    def lock(self, namespace: str, name: str) -> asyncio.Lock:
+        # One reconcile per StreamJob at a time, whatever woke it (watch event, daemon, pod, Savepoint).
+        return self.locks.setdefault((namespace, name), asyncio.Lock())
+
+    def require(self) -> Deps:
+        if self.deps is None:
+            raise RuntimeError("the operator has not finished starting")
+        return self.deps
+
+
+RUNTIME = Runtime()

@@ -1,0 +1,118 @@
+"""Kopf wiring for StreamJobs: every trigger runs the same reconcile; deletion runs the finalizer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import kopf
+
+from sluice_operator.models import constants as c
+from sluice_operator.services import Event, finalize_job, reconcile_job
+
+from . import metrics
+from ._runtime import RUNTIME
+
+log = logging.getLogger(__name__)
+_SAVEPOINT_OUTCOMES = ("SavepointCompleted", "SavepointFailed", "SavepointAbandoned")
+
+
+def namespaced(namespace: str | None) -> str:
+    if namespace is None:  # both CRDs are namespaced; an event without a namespace would be a bug
+        raise kopf.PermanentError("Sluice resources are namespaced")
+    return namespace
+
+
+def job_ref(namespace: str, name: str) -> kopf.Body:
+    return kopf.Body(
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": c.STREAMJOB_KIND,
+            "metadata": {"name": name, "namespace": namespace},
+        }
+    )
+
+
+def savepoint_ref(namespace: str, name: str) -> kopf.Body:
+    return kopf.Body(
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": c.SAVEPOINT_KIND,
+            "metadata": {"name": name, "namespace": namespace},
+        }
+    )
+
+
+def post(events: list[Event], namespace: str, job: str) -> None:
+    for event in events:
+        target = savepoint_ref(namespace, event.savepoint) if event.savepoint else job_ref(namespace, job)
+        kopf.event(target, type=event.type, reason=event.reason, message=event.message[:1000])
+        metrics.EVENTS.labels(event.type, event.reason).inc()
+        if event.savepoint is None and event.reason in _SAVEPOINT_OUTCOMES:
+            metrics.SAVEPOINTS.labels(event.reason.removeprefix("Savepoint")).inc()
+
+
+async def reconcile(namespace: str, name: str) -> float | None:
+    """Reconcile one StreamJob now; returns when to come back (None: the regular interval)."""
+    deps = RUNTIME.require()
+    async with RUNTIME.lock(namespace, name):
+        started = time.monotonic()
+        try:
+            outcome = await reconcile_job(deps, RUNTIME.config, namespace, name)
+        except Exception as error:  # never let one job's trouble stop the operator
+            metrics.RECONCILES.labels("streamjob", "error").inc()
+            log.exception("reconcile of %s/%s failed", namespace, name)
+            kopf.event(
+                job_ref(namespace, name),
+                type="Warning",
+                reason="ReconcileError",
+                message=f"{type(error).__name__}: {error}"[:1000],
+            )
+            return 5.0
+        finally:
+            metrics.RECONCILE_SECONDS.labels("streamjob").observe(time.monotonic() - started)
+        metrics.RECONCILES.labels("streamjob", "ok").inc()
+        metrics.record_lifecycle(namespace, name, outcome.lifecycle)
+        post(outcome.events, namespace, name)
+        return outcome.requeue_s
+
+
+@kopf.on.event(c.GROUP, c.VERSION, c.STREAMJOB_PLURAL)
+async def on_streamjob_event(
+    *, type: str, namespace: str | None, name: str, meta: kopf.Meta, **_: Any
+) -> None:
+    if type == "DELETED" or meta.get("deletionTimestamp"):
+        return
+    await reconcile(namespaced(namespace), name)
+
+
+@kopf.daemon(c.GROUP, c.VERSION, c.STREAMJOB_PLURAL, cancellation_timeout=5.0)
+async def watch_streamjob(*, namespace: str | None, name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
+    """The level-based loop: the coordinator and storage change without Kubernetes events, so poll them."""
+    ns = namespaced(namespace)
+    while not stopped:
+        wait = await reconcile(ns, name)
+        await stopped.wait(wait if wait is not None else RUNTIME.config.reconcile_interval_s)
+
+
+@kopf.on.delete(c.GROUP, c.VERSION, c.STREAMJOB_PLURAL)
+async def on_streamjob_delete(*, body: kopf.Body, namespace: str | None, name: str, **_: Any) -> None:
+    ns = namespaced(namespace)
+    deps = RUNTIME.require()
+    async with RUNTIME.lock(ns, name):
+        job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, name)
+        result = await finalize_job(deps, RUNTIME.config, job if job is not None else dict(body))
+    post(result.events, ns, name)
+    if not result.done:
+        raise kopf.TemporaryError(result.message, delay=2)
+    metrics.record_lifecycle(ns, name, None)
+
+
+@kopf.on.event("", "v1", "pods", labels={c.LABEL_ROLE: c.ROLE_COORDINATOR})
+async def on_coordinator_pod(*, labels: kopf.Labels, namespace: str | None, **_: Any) -> None:
+    """A coordinator pod changed (started, got an IP, exited): look at its job at once."""
+    job = labels.get(c.LABEL_JOB)
+    if job:
+        await asyncio.shield(reconcile(namespaced(namespace), job))
