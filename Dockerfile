@@ -1,0 +1,50 @@
+# One image for every Sluice process: the operator, the coordinator (Spark driver) and the TaskManagers
+# (Spark executors). docker/entrypoint.sh picks the role from its first argument.
+#
+#   docker build -t sluice:dev .
+#   docker run --rm sluice:dev operator --help
+FROM python:3.11-slim-bookworm
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+# Java 17 for Spark; tini reaps the JVM's children and forwards signals, as in Spark's own images.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini procps \
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /usr/lib/jvm/sluice-java
+
+ENV JAVA_HOME=/usr/lib/jvm/sluice-java \
+    SLUICE_HOME=/opt/sluice \
+    UV_PROJECT_ENVIRONMENT=/opt/sluice/.venv \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy
+
+WORKDIR /opt/sluice
+
+# Locked dependencies first, so that code changes do not reinstall them.
+RUN pip install --no-cache-dir "uv>=0.5,<1"
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --frozen --no-dev --no-install-project --extra operator --extra s3 --extra postgres
+
+COPY runtime ./runtime
+COPY operator ./operator
+COPY examples ./examples
+COPY crds ./crds
+COPY docker ./docker
+RUN uv sync --frozen --no-dev --no-editable --extra operator --extra s3 --extra postgres \
+ && chmod 0755 docker/entrypoint.sh
+
+ENV PATH=/opt/sluice/.venv/bin:$PATH \
+    SLUICE_PYTHON=/opt/sluice/.venv/bin/python \
+    PYSPARK_PYTHON=/opt/sluice/.venv/bin/python \
+    SPARK_HOME=/opt/sluice/.venv/lib/python3.11/site-packages/pyspark
+
+# Non-root, with group 0 so that clusters running pods under an arbitrary UID can still write HOME.
+RUN useradd --uid 185 --gid 0 --home-dir /opt/sluice --no-create-home --shell /usr/sbin/nologin sluice \
+ && chmod -R g=u /opt/sluice
+USER 185
+
+ENTRYPOINT ["/usr/bin/tini", "-s", "--", "/opt/sluice/docker/entrypoint.sh"]
+CMD ["--help"]

@@ -1,0 +1,104 @@
+"""docker/entrypoint.sh on the host: each mode builds the command the image would run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "docker" / "entrypoint.sh"
+
+EXECUTOR_ENV = {
+    "SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@10.1.0.4:7078",
+    "SPARK_EXECUTOR_ID": "3",
+    "SPARK_EXECUTOR_CORES": "2",
+    "SPARK_APPLICATION_ID": "spark-application-17",
+    "SPARK_EXECUTOR_POD_IP": "10.1.0.9",
+    "SPARK_EXECUTOR_POD_NAME": "counts-taskmanager-exec-3",
+    "SPARK_EXECUTOR_MEMORY": "1024m",
+    "SPARK_RESOURCE_PROFILE_ID": "0",
+    "SPARK_JAVA_OPT_10": "-Dten=10",
+    "SPARK_JAVA_OPT_0": "-Dzero=0",
+    "SPARK_JAVA_OPT_2": "-Dtwo=2",
+}
+
+
+def _run(*args: str, dry: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "SLUICE_", "PYSPARK_"))}
+    base.update({"SLUICE_PYTHON": sys.executable, **env})
+    if dry:
+        base["SLUICE_ENTRYPOINT_DRY_RUN"] = "1"
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, env=base, timeout=60, check=False
+    )
+
+
+def test_operator_mode_runs_the_operator() -> None:
+    result = _run("operator", "--help", dry=False)
+    assert result.returncode == 0, result.stderr
+    assert "usage: sluice-operator" in result.stdout
+
+
+def test_coordinator_mode_runs_sluice_run_from_sluice_home(tmp_path: Path) -> None:
+    result = _run("coordinator", "examples/unbounded_counts.py", "--job-id", "abc", SLUICE_HOME=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    argv = result.stdout.splitlines()
+    assert argv[0] == sys.executable
+    assert argv[1] == "-c"
+    assert "from sluice.cli import main" in argv[2]
+    assert argv[3:] == ["run", "examples/unbounded_counts.py", "--job-id", "abc"]
+
+
+def test_coordinator_mode_without_arguments_says_what_is_missing() -> None:
+    result = _run("coordinator")
+    assert result.returncode == 2
+    assert "sluice run" in result.stderr
+
+
+def test_executor_mode_follows_sparks_executor_contract(tmp_path: Path) -> None:
+    result = _run("executor", SPARK_HOME=str(tmp_path), JAVA_HOME="/jvm", **EXECUTOR_ENV)
+    assert result.returncode == 0, result.stderr
+    argv = result.stdout.splitlines()
+    assert argv[0] == "/jvm/bin/java"
+    assert argv[1:4] == ["-Dzero=0", "-Dtwo=2", "-Dten=10"]  # numeric order of SPARK_JAVA_OPT_<n>
+    assert argv[4:6] == ["-Xms1024m", "-Xmx1024m"]
+    assert argv[6:8] == ["-cp", f"{tmp_path}/conf:{tmp_path}/jars/*"]
+    assert argv[8] == "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
+    flags = dict(zip(argv[9::2], argv[10::2], strict=True))
+    assert flags == {
+        "--driver-url": EXECUTOR_ENV["SPARK_DRIVER_URL"],
+        "--executor-id": "3",
+        "--cores": "2",
+        "--app-id": "spark-application-17",
+        "--hostname": "10.1.0.9",
+        "--resourceProfileId": "0",
+        "--podName": "counts-taskmanager-exec-3",
+    }
+
+
+def test_executor_classpath_defaults_to_the_installed_pyspark() -> None:
+    import pyspark
+
+    result = _run("executor", SPARK_CONF_DIR="/etc/spark", **EXECUTOR_ENV)
+    assert result.returncode == 0, result.stderr
+    home = os.path.dirname(pyspark.__file__)
+    assert f"/etc/spark:{home}/jars/*" in result.stdout.splitlines()
+
+
+def test_executor_mode_outside_spark_explains_itself() -> None:
+    result = _run("executor")
+    assert result.returncode == 2
+    assert "missing SPARK_DRIVER_URL" in result.stderr
+
+
+def test_other_commands_pass_through() -> None:
+    result = _run("sh", "-c", "echo $((6 * 7))", dry=False)
+    assert (result.returncode, result.stdout) == (0, "42\n")
+
+
+def test_help() -> None:
+    result = _run("--help", dry=False)
+    assert result.returncode == 0
+    assert "operator" in result.stdout and "executor" in result.stdout
