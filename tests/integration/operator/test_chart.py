@@ -1,0 +1,136 @@
+"""The Helm chart lints and renders least-privilege RBAC, the CRDs and the operator Deployment.
+
+Needs the `helm` binary of the Kubernetes test binaries (scripts/k8s-binaries.sh); without it these
+tests fail and say how to build it, rather than being skipped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testkit.kube import k8s_bin_dir
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "charts" / "sluice-operator"
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    return k8s_bin_dir() / "helm"
+
+
+def _helm(helm: Path, *args: str, tmp: Path) -> str:
+    env = {
+        "HELM_CACHE_HOME": str(tmp / "cache"),
+        "HELM_CONFIG_HOME": str(tmp / "config"),
+        "HELM_DATA_HOME": str(tmp / "data"),
+        "PATH": "/usr/bin:/bin",
+    }
+    result = subprocess.run(
+        [str(helm), *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def _render(helm: Path, tmp: Path, *sets: str) -> list[dict[str, Any]]:
+    args = ["template", "sluice", str(CHART), "--namespace", "sluice-system", "--include-crds"]
+    for value in sets:
+        args += ["--set", value]
+    return [doc for doc in yaml.safe_load_all(_helm(helm, *args, tmp=tmp)) if doc]
+
+
+def _find(docs: list[dict[str, Any]], kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    return [
+        d
+        for d in docs
+        if d["kind"] == kind and (namespace is None or d["metadata"].get("namespace") == namespace)
+    ]
+
+
+@pytest.mark.parametrize("sets", [(), ("rbac.clusterWide=true",), ("leaderElection.enabled=false",)])
+def test_helm_lint(helm: Path, tmp_path: Path, sets: tuple[str, ...]) -> None:
+    args = ["lint", "--strict", str(CHART)]
+    for value in sets:
+        args += ["--set", value]
+    assert "0 chart(s) failed" in _helm(helm, *args, tmp=tmp_path)
+
+
+def test_default_install_is_namespaced_and_least_privilege(helm: Path, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path)
+    crds = {d["metadata"]["name"] for d in _find(docs, "CustomResourceDefinition")}
+    assert {"streamjobs.sluice.dev", "savepoints.sluice.dev", "kopfpeerings.kopf.dev"} <= crds
+    (role,) = [
+        r for r in _find(docs, "Role", "sluice-system") if r["metadata"]["name"] == "sluice-sluice-operator"
+    ]
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
+        if "secrets" in rule["resources"]:
+            assert rule["verbs"] == ["get"]
+    (cluster_role,) = _find(docs, "ClusterRole")
+    assert [r["resources"] for r in cluster_role["rules"]] == [["customresourcedefinitions"]]
+    (deployment,) = _find(docs, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:3] == ["operator", "--namespace=sluice-system", "--peering=sluice-operator"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["SLUICE_OPERATOR_STORAGE"] == "file:///var/lib/sluice"
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert [p["metadata"]["namespace"] for p in _find(docs, "KopfPeering")] == ["sluice-system"]
+
+
+def test_watched_namespaces_get_roles_job_accounts_and_peerings(helm: Path, tmp_path: Path) -> None:
+    docs = _render(
+        helm,
+        tmp_path,
+        "watchNamespaces={jobs-a,jobs-b}",
+        "operator.storage=s3://bucket/sluice",
+        "operator.jobEnv.AWS_ENDPOINT_URL=http://s3:9000",
+    )
+    for ns in ("jobs-a", "jobs-b"):
+        names = {r["metadata"]["name"] for r in _find(docs, "Role", ns)}
+        assert names == {"sluice-sluice-operator", "sluice-job"}
+        (account,) = _find(docs, "ServiceAccount", ns)
+        assert account["metadata"]["name"] == "sluice-job"
+        driver = next(r for r in _find(docs, "Role", ns) if r["metadata"]["name"] == "sluice-job")
+        assert set(driver["rules"][0]["resources"]) == {
+            "pods",
+            "services",
+            "configmaps",
+            "persistentvolumeclaims",
+        }
+    container = _find(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert "--namespace=jobs-a" in container["args"] and "--namespace=jobs-b" in container["args"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["SLUICE_OPERATOR_STORAGE"] == "s3://bucket/sluice"
+    assert env["SLUICE_OPERATOR_JOB_ENV_AWS_ENDPOINT_URL"] == "http://s3:9000"
+
+
+def test_cluster_wide_rbac(helm: Path, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, "rbac.clusterWide=true")
+    assert _find(docs, "Role", "sluice-system") == [
+        r for r in _find(docs, "Role", "sluice-system") if r["metadata"]["name"] == "sluice-job"
+    ]
+    (cluster_role,) = _find(docs, "ClusterRole")
+    resources = {res for rule in cluster_role["rules"] for res in rule["resources"]}
+    assert {"streamjobs", "pods", "namespaces", "clusterkopfpeerings"} <= resources
+    container = _find(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert "--all-namespaces" in container["args"]
+    assert len(_find(docs, "ClusterKopfPeering")) == 1
+
+
+def test_without_leader_election_the_operator_runs_standalone(helm: Path, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, "leaderElection.enabled=false")
+    deployment = _find(docs, "Deployment")[0]
+    assert "--standalone" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert _find(docs, "KopfPeering") == []
+
+
+def test_chart_crds_are_the_generated_ones() -> None:
+    for path in (ROOT / "crds").glob("*.yaml"):
+        assert (CHART / "crds" / path.name).read_text() == path.read_text()
