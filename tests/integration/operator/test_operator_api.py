@@ -1,0 +1,234 @@
+"""The operator against a real kube-apiserver (no pods run here: the coordinator stays Pending).
+
+What needs a running coordinator (real jobs, savepoints completing) is tested end to end in tests/e2e.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from testkit.kube import KubeCommandError, KubeEnv
+
+from ._operator import OperatorProcess
+
+pytestmark = pytest.mark.kube
+
+JOB = """\
+apiVersion: sluice.dev/v1alpha1
+kind: StreamJob
+metadata:
+  name: {name}
+spec:
+  image: sluice:dev
+  pipeline:
+    file: examples/unbounded_counts.py
+    args: {{out: "$(SLUICE_STORAGE)/output"}}
+  parallelism: 2
+  taskManagers: {{replicas: 2}}
+"""
+
+
+def _job(name: str, extra: str = "") -> str:
+    return JOB.format(name=name) + textwrap.indent(textwrap.dedent(extra), "  ")
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), None)
+
+
+def _events(kube_env: KubeEnv, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = kube_env.kubectl_json("get", "events", namespace=namespace)["items"]
+    return [e for e in items if e["involvedObject"]["name"] == name]
+
+
+def test_crds_are_established_with_printer_columns(kube_env: KubeEnv, kube_namespace: str) -> None:
+    kube_env.kubectl("apply", "-f", "-", input=_job("columns"), namespace=kube_namespace)
+    header = kube_env.kubectl("get", "streamjobs", namespace=kube_namespace).stdout.splitlines()[0].split()
+    assert header == ["NAME", "STATE", "LIFECYCLE", "PARALLELISM", "LAST-CHECKPOINT", "AGE"]
+    job = kube_env.kubectl_json("get", "streamjob", "columns", namespace=kube_namespace)
+    assert job["spec"]["upgradeMode"] == "savepoint"  # schema defaults are applied by the API server
+    assert job["spec"]["state"] == "running"
+    header = kube_env.kubectl("get", "savepoints", namespace=kube_namespace).stderr
+    assert "No resources found" in header
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "state: paused\n",
+            'Unsupported value: "paused": supported values: "running", "suspended", "finished"',
+        ),
+        ("checkpoints: {interval: 10 seconds}\n", "must be a duration such as 500ms, 30s, 5m or 1h"),
+        ("checkpoints: {storage: bucket/prefix}\n", "must be an absolute path or a URI with a scheme"),
+        ("parallelism: 0\n", "should be greater than or equal to 1"),
+        ("upgradeMode: hot\n", 'supported values: "stateless", "savepoint", "last-state"'),
+    ],
+)
+def test_schema_rejects_bad_values_with_a_clear_message(
+    kube_env: KubeEnv, kube_namespace: str, extra: str, message: str
+) -> None:
+    with pytest.raises(KubeCommandError) as caught:
+        kube_env.kubectl("apply", "-f", "-", input=_job("bad", extra), namespace=kube_namespace)
+    assert message in caught.value.stderr
+
+
+def test_a_savepoint_cannot_be_changed(kube_env: KubeEnv, kube_namespace: str) -> None:
+    manifest = "apiVersion: sluice.dev/v1alpha1\nkind: Savepoint\nmetadata: {name: sp}\nspec: {jobName: j}\n"
+    kube_env.kubectl("apply", "-f", "-", input=manifest, namespace=kube_namespace)
+    with pytest.raises(KubeCommandError) as caught:
+        kube_env.kubectl(
+            "patch",
+            "savepoint",
+            "sp",
+            "--type",
+            "merge",
+            "-p",
+            '{"spec":{"stop":"suspend"}}',
+            namespace=kube_namespace,
+        )
+    assert "a Savepoint cannot be changed once created" in caught.value.stderr
+
+
+def test_a_streamjob_gets_its_coordinator_objects(
+    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+) -> None:
+    kube_env.kubectl("apply", "-f", "-", input=_job("counts"), namespace=kube_namespace)
+    job = kube_env.wait_for(
+        "streamjob counts",
+        lambda o: o.get("status", {}).get("job", {}).get("id"),
+        namespace=kube_namespace,
+        timeout=60,
+    )
+    uid = job["metadata"]["uid"]
+    assert job["status"]["lifecycleState"] == "Deploying"
+    assert "sluice.dev/finalizer" in job["metadata"]["finalizers"]
+    pod = kube_env.wait_for("pod counts-coordinator", bool, namespace=kube_namespace, timeout=30)
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["sluice.dev/job-id"] == job["status"]["job"]["id"]
+    assert pod["spec"]["containers"][0]["args"][:2] == ["coordinator", "examples/unbounded_counts.py"]
+    assert f"out=file://{operator.storage}/output" in pod["spec"]["containers"][0]["args"]
+    for kind, name in [
+        ("pod", "counts-coordinator"),
+        ("service", "counts-rest"),
+        ("configmap", "counts-config"),
+        ("serviceaccount", "counts-driver"),
+        ("role", "counts-driver"),
+        ("rolebinding", "counts-driver"),
+    ]:
+        obj = kube_env.kubectl_json("get", kind, name, namespace=kube_namespace)
+        (ref,) = obj["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("StreamJob", "counts", uid, True)
+    reasons = {e["reason"] for e in _events(kube_env, kube_namespace, "counts")}
+    assert "Deploying" in reasons
+    metrics = operator.metrics()
+    assert 'sluice_operator_reconciles_total{outcome="ok",resource="streamjob"}' in metrics
+    assert 'sluice_operator_streamjobs{lifecycle="Deploying"} 1.0' in metrics
+
+
+def test_an_invalid_spec_sets_degraded_with_a_message_and_an_event(
+    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+) -> None:
+    extra = "sparkConf: {spark.kubernetes.namespace: elsewhere}\n"
+    kube_env.kubectl("apply", "-f", "-", input=_job("broken", extra), namespace=kube_namespace)
+    job = kube_env.wait_for("streamjob broken", lambda o: _condition(o, "Degraded"), namespace=kube_namespace)
+    degraded = _condition(job, "Degraded")
+    assert degraded is not None and degraded["status"] == "True" and degraded["reason"] == "InvalidSpec"
+    assert "spark.kubernetes.namespace is set by the operator" in degraded["message"]
+    assert job["status"]["error"] == degraded["message"]
+    warnings = [e for e in _events(kube_env, kube_namespace, "broken") if e["type"] == "Warning"]
+    assert any("spark.kubernetes.namespace" in e["message"] for e in warnings)
+    pods = kube_env.kubectl_json("get", "pods", namespace=kube_namespace)["items"]
+    assert pods == []
+    assert operator.process.poll() is None  # still running
+
+
+def test_suspending_a_job_that_never_started_removes_its_pod(
+    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+) -> None:
+    kube_env.kubectl("apply", "-f", "-", input=_job("idle"), namespace=kube_namespace)
+    kube_env.wait_for("pod idle-coordinator", bool, namespace=kube_namespace, timeout=60)
+    kube_env.kubectl(
+        "patch",
+        "streamjob",
+        "idle",
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"state":"suspended"}}',
+        namespace=kube_namespace,
+    )
+    job = kube_env.wait_for(
+        "streamjob idle",
+        lambda o: o.get("status", {}).get("lifecycleState") == "Suspended",
+        namespace=kube_namespace,
+        timeout=60,
+    )
+    assert _condition(job, "Ready")["status"] == "True"  # type: ignore[index]
+    pods = kube_env.wait_for("pods", lambda o: not o["items"], namespace=kube_namespace, timeout=60)
+    assert pods["items"] == []
+
+
+def test_deleting_a_streamjob_removes_the_finalizer_and_what_it_owned(
+    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+) -> None:
+    kube_env.kubectl("apply", "-f", "-", input=_job("doomed"), namespace=kube_namespace)
+    kube_env.wait_for("pod doomed-coordinator", bool, namespace=kube_namespace, timeout=60)
+    kube_env.kubectl("delete", "streamjob", "doomed", "--timeout=60s", namespace=kube_namespace, timeout=90)
+    gone = kube_env.kubectl("get", "streamjob", "doomed", namespace=kube_namespace, check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
+    for kind in ("pods", "services", "configmaps", "roles", "rolebindings"):
+
+        def owned(o: dict[str, Any]) -> bool:
+            return not [
+                i for i in o["items"] if i["metadata"].get("labels", {}).get("sluice.dev/job") == "doomed"
+            ]
+
+        kube_env.wait_for(kind, owned, namespace=kube_namespace, timeout=60)
+
+
+def test_a_savepoint_for_a_missing_job_fails_clearly(
+    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+) -> None:
+    manifest = (
+        "apiVersion: sluice.dev/v1alpha1\nkind: Savepoint\nmetadata: {name: orphan}\nspec: {jobName: nope}\n"
+    )
+    kube_env.kubectl("apply", "-f", "-", input=manifest, namespace=kube_namespace)
+    sp = kube_env.wait_for(
+        "savepoint orphan",
+        lambda o: o.get("status", {}).get("state") == "Failed",
+        namespace=kube_namespace,
+        timeout=60,
+    )
+    assert sp["status"]["error"].startswith(f"StreamJob 'nope' not found in namespace '{kube_namespace}'")
+    printed = kube_env.kubectl("get", "savepoint", "orphan", namespace=kube_namespace).stdout
+    assert "Failed" in printed and "nope" in printed
+    assert any(e["type"] == "Warning" for e in _events(kube_env, kube_namespace, "orphan"))
+
+
+def test_a_savepoint_of_a_suspended_job_fails_clearly(
+    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+) -> None:
+    kube_env.kubectl(
+        "apply", "-f", "-", input=_job("resting", "state: suspended\n"), namespace=kube_namespace
+    )
+    kube_env.wait_for(
+        "streamjob resting",
+        lambda o: o.get("status", {}).get("lifecycleState") == "Suspended",
+        namespace=kube_namespace,
+        timeout=60,
+    )
+    manifest = (
+        "apiVersion: sluice.dev/v1alpha1\nkind: Savepoint\nmetadata: {name: sp}\nspec: {jobName: resting}\n"
+    )
+    kube_env.kubectl("apply", "-f", "-", input=manifest, namespace=kube_namespace)
+    sp = kube_env.wait_for(
+        "savepoint sp",
+        lambda o: o.get("status", {}).get("state") == "Failed",
+        namespace=kube_namespace,
+        timeout=60,
+    )
+    assert "is not running (lifecycle Suspended)" in sp["status"]["error"]
