@@ -79,13 +79,15 @@ class ControlServer:
             link.send(message)
 
     async def close_links(self) -> None:
-        for link in list(self.links.values()):
+        links, self.links = list(self.links.values()), {}
+        for link in links:
             with contextlib.suppress(Exception):
                 link.send({"type": "shutdown"})
                 await link.writer.drain()
-        self.links = {}
-        for task in list(self._readers):
-            task.cancel()
+        # Closing the transports ends each reader with EOF; cancelling readers inside asyncio's stream
+        # callbacks would log spurious errors.
+        for link in links:
+            link.writer.close()
 
     async def close(self) -> None:
         await self.close_links()

@@ -452,5 +452,9 @@ class JobMaster:
                 "finished": states.count("FINISHED"),
             },
             "vertices": vertices,
+            "taskManagers": [
+                {"index": link.index, "host": link.host, "dataPort": link.data_port, "pid": link.pid}
+                for link in sorted(self._control.links.values(), key=lambda link: link.index)
+            ],
             "metrics": self.totals(),
         }

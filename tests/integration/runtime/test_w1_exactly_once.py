@@ -1,0 +1,84 @@
+"""The W1 example end to end, and exactly-once output across a TaskManager killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from testkit.jobs import REPO, SluiceJob, run_job
+from testkit.outputs import hidden_files, keyed_window_reference, read_output, w1_reference
+
+W1 = REPO / "examples" / "w1_window_counts.py"
+GENERATED = REPO / "tests" / "integration" / "pipelines" / "generated_counts.py"
+
+
+def test_w1_example_output_equals_reference(tmp_path: Path) -> None:
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    done = run_job(
+        W1, "--arg", "n=200000", "--arg", f"out={out}", "--parallelism", "2",
+        "--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "FINISHED" in done.stderr
+    assert read_output(str(out)) == w1_reference(200_000)
+    assert hidden_files(str(out)) == [], "a finished job leaves no in-progress file behind"
+
+
+def _kill_one_taskmanager_and_check(tmp_path: Path, checkpoint_dir: str, storage_env: dict[str, str] | None) -> None:
+    out = tmp_path / "out"
+    count = 120_000
+    job = SluiceJob(
+        GENERATED, "--arg", f"out={out}", "--arg", f"count={count}", "--arg", "rate=15000",
+        "--parallelism", "2", "--checkpoint-dir", checkpoint_dir, "--checkpoint-interval", "300ms",
+        "--restart-delay", "200ms", env=storage_env,
+    )
+    try:
+        job.wait_checkpoints(2)
+        assert job.get("/v1/job")["subtasks"]["finished"] == 0, "the failure must hit a running job"
+        committed_before = sum(read_output(str(out)).values())
+        victim = job.taskmanager_pids()[1]
+        os.kill(victim, signal.SIGKILL)
+        job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
+        code = job.wait(180)
+    finally:
+        job.kill()
+    assert code == 0, job.stderr
+    assert committed_before > 0, "output was committed before the failure"
+    assert read_output(str(out)) == keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
+
+
+def test_sigkill_taskmanager_gives_exactly_once_output(tmp_path: Path) -> None:
+    _kill_one_taskmanager_and_check(tmp_path, f"file://{tmp_path / 'chk'}", None)
+
+
+@pytest.mark.s3
+def test_sigkill_taskmanager_with_checkpoints_on_s3(tmp_path: Path, s3_bucket: str) -> None:
+    _kill_one_taskmanager_and_check(tmp_path, f"{s3_bucket}/checkpoints", None)
+
+
+def test_restore_from_retained_checkpoint_with_another_parallelism(tmp_path: Path) -> None:
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    count = 60_000
+    first = SluiceJob(
+        GENERATED, "--arg", f"out={out}", "--arg", f"count={count}", "--arg", "rate=15000",
+        "--parallelism", "2", "--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "300ms",
+        "--job-id", "rescale-first", "--checkpoints-retained", "3",
+    )
+    try:
+        first.wait_checkpoints(3)
+        first.process.send_signal(signal.SIGKILL)  # the whole coordinator: a hard crash
+        first.process.wait(30)
+    finally:
+        first.kill()
+    checkpoints = sorted((chk / "rescale-first").glob("chk-*/_metadata"), key=lambda p: int(p.parent.name[4:]))
+    assert checkpoints, "the first run completed checkpoints"
+    latest = checkpoints[-1].parent
+    second = run_job(
+        GENERATED, "--arg", f"out={out}", "--arg", f"count={count}", "--arg", "rate=30000",
+        "--parallelism", "3", "--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "300ms",
+        "--from-savepoint", f"file://{latest}", "--job-id", "rescale-second",
+    )
+    assert second.returncode == 0, second.stderr
+    assert read_output(str(out)) == keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)

@@ -1,0 +1,118 @@
+"""Runs `sluice run` as a real subprocess and talks to its REST API, the way a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SLUICE = [sys.executable, "-m", "sluice.cli"]
+_REST = re.compile(r"REST API at (http://\S+)")
+
+
+class SluiceJob:
+    """A `sluice run` process; collects its stderr and finds its REST address."""
+
+    def __init__(self, pipeline: str | Path, *options: str, env: dict[str, str] | None = None) -> None:
+        command = [*SLUICE, "run", str(pipeline), "--rest-port", "0", *options]
+        self.command = command
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            env={**os.environ, **(env or {})},
+        )
+        self.stderr_lines: list[str] = []
+        self.url: str | None = None
+        self._url_seen = threading.Event()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr_lines.append(line)
+            match = _REST.search(line)
+            if match and self.url is None:
+                self.url = match.group(1)
+                self._url_seen.set()
+        self._url_seen.set()
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.stderr_lines)
+
+    def rest_url(self, timeout: float = 60) -> str:
+        self._url_seen.wait(timeout)
+        if self.url is None:
+            raise AssertionError(f"sluice run printed no REST address; stderr:\n{self.stderr}")
+        return self.url
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.rest_url() + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        request = urllib.request.Request(
+            self.rest_url() + path, data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def wait_until(self, predicate: Any, timeout: float = 60, what: str = "condition") -> Any:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"job exited ({self.process.returncode}) while waiting for {what}:\n{self.stderr}")
+            try:
+                last = predicate()
+            except OSError:
+                last = None
+            if last:
+                return last
+            time.sleep(0.05)
+        raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r}); stderr:\n{self.stderr}")
+
+    def completed_checkpoints(self) -> int:
+        return int(self.get("/v1/checkpoints")["counts"]["completed"])
+
+    def wait_checkpoints(self, count: int, timeout: float = 60) -> None:
+        self.wait_until(lambda: self.completed_checkpoints() >= count, timeout, f"{count} completed checkpoints")
+
+    def taskmanager_pids(self) -> list[int]:
+        return [tm["pid"] for tm in self.get("/v1/job")["taskManagers"]]
+
+    def wait(self, timeout: float = 120) -> int:
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"job did not end within {timeout}s; stderr:\n{self.stderr}") from None
+        self._reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def run_job(pipeline: str | Path, *options: str, timeout: float = 180, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs `sluice run` to the end and returns the finished process (stdout, stderr, returncode)."""
+    return subprocess.run(
+        [*SLUICE, "run", str(pipeline), "--rest-port", "0", *options],
+        capture_output=True, text=True, cwd=REPO, timeout=timeout, env={**os.environ, **(env or {})},
+    )
