@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Creates .venv with the locked dependencies (uv.lock) and Sluice installed in editable mode.
+# Needs only python3 (3.11 or 3.12) and the package index; installs the pinned uv with pip if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+UV_VERSION=0.13.9
+export UV_CACHE_DIR="${UV_CACHE_DIR:-$PWD/.cache/uv}"
+export UV_PYTHON_DOWNLOADS=never
+export UV_LINK_MODE=copy
+
+uv_bin() {
+    if command -v uv >/dev/null && [ "$(uv --version | awk '{print $2}')" = "$UV_VERSION" ]; then
+        command -v uv
+    elif [ -x .cache/uv-bin/bin/uv ]; then
+        echo .cache/uv-bin/bin/uv
+    else
+        python3 -m pip install --quiet --disable-pip-version-check --target .cache/uv-bin/pkgs "uv==$UV_VERSION" >&2
+        mkdir -p .cache/uv-bin/bin
+        ln -sf ../pkgs/bin/uv .cache/uv-bin/bin/uv
+        echo .cache/uv-bin/bin/uv
+    fi
+}
+
+UV=$(uv_bin)
+"$UV" sync --frozen --all-extras --python "${SLUICE_PYTHON:-python3}" --quiet
+echo "setup: .venv ready ($(.venv/bin/python --version))" >&2
