@@ -61,8 +61,9 @@ def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None
             "kind": str(latest.get("kind") or "checkpoint"),
             "fullyFinishedOperators": finished,
         }
-        if isinstance(latest.get("timestamp"), int):
-            out["time"] = rfc3339(latest["timestamp"])
+        stamp = latest.get("timestamp", latest.get("completionTime"))
+        if isinstance(stamp, int):
+            out["time"] = rfc3339(stamp)
         if stored is not None and stored.path == out["path"]:
             out.update(operators=len(stored.operators), allOperatorsFinished=stored.all_finished)
         return out

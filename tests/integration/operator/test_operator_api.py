@@ -12,8 +12,6 @@ import pytest
 
 from testkit.kube import KubeCommandError, KubeEnv
 
-from ._operator import OperatorProcess
-
 pytestmark = pytest.mark.kube
 
 JOB = """\
@@ -94,7 +92,7 @@ def test_a_savepoint_cannot_be_changed(kube_env: KubeEnv, kube_namespace: str) -
 
 
 def test_a_streamjob_gets_its_coordinator_objects(
-    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+    kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     kube_env.kubectl("apply", "-f", "-", input=_job("counts"), namespace=kube_namespace)
     job = kube_env.wait_for(
@@ -130,7 +128,7 @@ def test_a_streamjob_gets_its_coordinator_objects(
 
 
 def test_an_invalid_spec_sets_degraded_with_a_message_and_an_event(
-    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+    kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     extra = "sparkConf: {spark.kubernetes.namespace: elsewhere}\n"
     kube_env.kubectl("apply", "-f", "-", input=_job("broken", extra), namespace=kube_namespace)
@@ -147,7 +145,7 @@ def test_an_invalid_spec_sets_degraded_with_a_message_and_an_event(
 
 
 def test_suspending_a_job_that_never_started_removes_its_pod(
-    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+    kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     kube_env.kubectl("apply", "-f", "-", input=_job("idle"), namespace=kube_namespace)
     kube_env.wait_for("pod idle-coordinator", bool, namespace=kube_namespace, timeout=60)
@@ -173,7 +171,7 @@ def test_suspending_a_job_that_never_started_removes_its_pod(
 
 
 def test_deleting_a_streamjob_removes_the_finalizer_and_what_it_owned(
-    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+    kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     kube_env.kubectl("apply", "-f", "-", input=_job("doomed"), namespace=kube_namespace)
     kube_env.wait_for("pod doomed-coordinator", bool, namespace=kube_namespace, timeout=60)
@@ -191,7 +189,7 @@ def test_deleting_a_streamjob_removes_the_finalizer_and_what_it_owned(
 
 
 def test_a_savepoint_for_a_missing_job_fails_clearly(
-    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+    kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     manifest = (
         "apiVersion: sluice.dev/v1alpha1\nkind: Savepoint\nmetadata: {name: orphan}\nspec: {jobName: nope}\n"
@@ -210,7 +208,7 @@ def test_a_savepoint_for_a_missing_job_fails_clearly(
 
 
 def test_a_savepoint_of_a_suspended_job_fails_clearly(
-    kube_env: KubeEnv, kube_namespace: str, operator: OperatorProcess
+    kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     kube_env.kubectl(
         "apply", "-f", "-", input=_job("resting", "state: suspended\n"), namespace=kube_namespace
