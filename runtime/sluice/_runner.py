@@ -91,6 +91,7 @@ async def _run(job: JobMaster, args: argparse.Namespace) -> dict[str, object]:
     finally:
         if progress is not None:
             progress.cancel()
+        await rest.linger(limit_s=10.0)
         await rest.stop()
 
 

@@ -281,7 +281,7 @@ class CheckpointCoordinator:
             self.latest = record
         self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
         if pending.done is not None and not pending.done.done():
-            pending.done.set_result(metadata)
+            pending.done.set_result({**metadata, "_location": pending.location})
         if not pending.is_savepoint:
             await asyncio.to_thread(self._retain)
 

@@ -63,7 +63,7 @@ def restored_share(
             f"uses {max_parallelism}; keyed state can only be restored with the same max parallelism"
         )
     unchanged = entry["parallelism"] == parallelism and not entry["finishedSubtasks"]
-    share = RestoredState()
+    share = RestoredState(checkpoint_id=int(metadata["checkpointId"]))
     my_groups = key_group_range(subtask, max_parallelism, parallelism)
     dealt: dict[str, list[Any]] = {}
     for handle in handles:

@@ -40,3 +40,5 @@ class RestoredState:
     lists: dict[str, list[Any]] = field(default_factory=dict)
     unions: dict[str, list[Any]] = field(default_factory=dict)
     broadcast: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    checkpoint_id: int = 0
+    """The checkpoint (or savepoint) this state comes from."""

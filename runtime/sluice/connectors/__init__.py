@@ -10,6 +10,7 @@ from sluice.connectors.base import (
 )
 from sluice.connectors.files import FileSink, FileSource
 from sluice.connectors.generator import GeneratorSource
+from sluice.connectors.postgres import PostgresSink
 from sluice.connectors.print_sink import PrintSink
 from sluice.connectors.sequence import SequenceSource
 
@@ -17,6 +18,7 @@ __all__ = [
     "FileSink",
     "FileSource",
     "GeneratorSource",
+    "PostgresSink",
     "PrintSink",
     "SequenceSource",
     "Sink",

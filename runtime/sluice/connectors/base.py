@@ -83,8 +83,8 @@ class TwoPhaseCommitSink(ABC, Generic[Txn, Committable]):
         pass
 
     @abstractmethod
-    def pre_commit(self, txn: Txn) -> Committable:
-        pass
+    def pre_commit(self, txn: Txn, checkpoint_id: int) -> Committable:
+        """Make the transaction durable but invisible, as part of checkpoint `checkpoint_id`."""
 
     @abstractmethod
     def commit(self, committable: Committable) -> None:
@@ -94,22 +94,30 @@ class TwoPhaseCommitSink(ABC, Generic[Txn, Committable]):
     def abort(self, txn: Txn) -> None:
         pass
 
-    def recover(self, ctx: TransactionContext, committed: list[Committable]) -> None:
-        """Called once per subtask after a restore, after `committed` were committed again.
+    def recover(
+        self, ctx: TransactionContext, committed: list[Committable], restored_checkpoint: int
+    ) -> None:
+        """Called once per subtask at start, after the restored committables were committed again.
 
-        Sinks that leave resources behind for transactions that never reached a completed checkpoint
-        (for example prepared database transactions) release them here.
+        `restored_checkpoint` is the id of the checkpoint restored from (0 on a fresh start). Sinks that
+        leave resources behind for transactions that never reached a completed checkpoint (prepared
+        database transactions, say) release here those of earlier attempts (`ctx.attempt_token`
+        differs) pre-committed for a checkpoint after `restored_checkpoint`.
         """
 
 
 class TransactionContext:
     """Names a transaction uniquely across subtasks, attempts and checkpoints."""
 
-    def __init__(self, job_id: str, operator_uid: str, subtask_index: int, attempt: int) -> None:
+    def __init__(
+        self, job_id: str, operator_uid: str, subtask_index: int, attempt: int, attempt_token: str = ""
+    ) -> None:
         self.job_id = job_id
         self.operator_uid = operator_uid
         self.subtask_index = subtask_index
         self.attempt = attempt
+        self.attempt_token = attempt_token
+        """Unique for every attempt of every run of every job: tells this attempt's transactions apart."""
         self._sequence = 0
 
     def next_name(self) -> str:

@@ -101,7 +101,7 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
         dumps = json.dumps
         txn.handle.write(("\n".join([dumps(v) for v in values]) + "\n").encode("utf-8"))
 
-    def pre_commit(self, txn: _OpenFile) -> PendingFile:
+    def pre_commit(self, txn: _OpenFile, checkpoint_id: int) -> PendingFile:
         txn.handle.close()
         return PendingFile(txn.hidden, txn.final)
 

@@ -154,6 +154,7 @@ class JobMaster:
             self._next_checkpoint_id = max(self._next_checkpoint_id, metadata["checkpointId"] + 1)
         self.state = "CREATED" if self.attempt == 0 else "RESTARTING"
         self._final_done = False
+        self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
         self.subtasks = {(v.id, s): "DEPLOYING" for v in self.graph.vertices for s in range(v.parallelism)}
         self.placement = placement(self.graph, self.config.taskmanagers)
@@ -210,6 +211,7 @@ class JobMaster:
                     "placement": where,
                     "taskmanagers": addresses,
                     "restore": metadata["_location"] if metadata else None,
+                    "attemptToken": self._attempt_token,
                 }
             )
 

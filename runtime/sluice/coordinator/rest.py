@@ -103,15 +103,29 @@ class RestApi:
             else:
                 path = await self.job.stop_with_savepoint(stop == "terminate", target)
         except Exception as err:
-            entry.update(status="FAILED", error=f"{type(err).__name__}: {err}")
+            entry.update(status="FAILED", error=f"{type(err).__name__}: {err}", fetched=False)
             return
-        entry.update(status="COMPLETED", path=path, checkpointId=int(path.rsplit("-", 1)[-1]))
+        entry.update(status="COMPLETED", path=path, checkpointId=int(path.rsplit("-", 1)[-1]), fetched=False)
+
+    def unfetched_results(self) -> bool:
+        """Whether a finished savepoint's result has not been read yet (see `linger`)."""
+        return any(
+            e["status"] != "IN_PROGRESS" and not e.get("fetched", True) for e in self.savepoints.values()
+        )
+
+    async def linger(self, limit_s: float) -> None:
+        """After the job ended: keep answering until the stop's caller has read its savepoint path."""
+        deadline = asyncio.get_running_loop().time() + limit_s
+        while self.unfetched_results() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
 
     async def get_savepoint(self, request: web.Request) -> web.Response:
         entry = self.savepoints.get(request.match_info["trigger_id"])
         if entry is None:
             return _error(404, f"no savepoint trigger {request.match_info['trigger_id']!r}")
-        return web.json_response(entry)
+        if entry["status"] != "IN_PROGRESS":
+            entry["fetched"] = True
+        return web.json_response({k: v for k, v in entry.items() if k != "fetched"})
 
     async def cancel(self, request: web.Request) -> web.Response:
         self.job.cancel()

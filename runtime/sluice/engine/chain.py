@@ -69,6 +69,7 @@ class OperatorChain:
         writers: list[RecordWriter],
         metrics: Metrics,
         restore: dict[str, Share],
+        attempt_token: str = "",
     ) -> None:
         self.vertex = vertex
         self.writers = writers
@@ -86,6 +87,7 @@ class OperatorChain:
                 metrics=metrics,
                 keyed=op.is_keyed,
                 job_id=job_id,
+                attempt_token=attempt_token,
             )
             op.setup(ctx, output)
             output = _ChainedOutput(op)

@@ -44,8 +44,10 @@ class OperatorContext:
         metrics: Metrics,
         keyed: bool,
         job_id: str = "",
+        attempt_token: str = "",
     ) -> None:
         self.job_id = job_id
+        self.attempt_token = attempt_token
         self._uid = operator_uid
         self._index = subtask_index
         self._parallelism = parallelism

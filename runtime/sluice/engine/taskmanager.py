@@ -155,7 +155,9 @@ class TaskManager:
                         outs.append(RemoteOutputChannel(host, port, (attempt, edge.target, target, ch)))
                 writers.append(RecordWriter(edge.partitioning, outs, graph.max_parallelism))
             metrics = self.metrics[(v, s)] = Metrics()
-            chain = OperatorChain(vertex, s, attempt, job_id, writers, metrics, shares[(v, s)])
+            chain = OperatorChain(
+                vertex, s, attempt, job_id, writers, metrics, shares[(v, s)], message["attemptToken"]
+            )
             layout = input_channels(graph, vertex, s)
             gate = InputGate(gates[(v, s)]) if layout else None
             rate = None

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import cloudpickle
+
 from sluice.engine.operators.base import StreamOperator
 from sluice.graph.transformations import Partitioning, PartitionKind, Transformation
 
@@ -31,7 +33,10 @@ class OperatorSpec:
     factory: Callable[[str], StreamOperator]
 
     def create(self) -> StreamOperator:
-        return self.factory(self.uid)
+        # Every subtask gets its own copy of the user's functions and connectors, as if each had been
+        # shipped on its own: subtasks in one process must not share a sink's connection, say.
+        factory: Callable[[str], StreamOperator] = cloudpickle.loads(cloudpickle.dumps(self.factory))
+        return factory(self.uid)
 
 
 @dataclass

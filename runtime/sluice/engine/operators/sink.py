@@ -61,14 +61,14 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         self._txn_ctx = TransactionContext(
-            self.ctx.job_id, self.uid, self.ctx.subtask_index, self.ctx.attempt
+            self.ctx.job_id, self.uid, self.ctx.subtask_index, self.ctx.attempt, self.ctx.attempt_token
         )
         recommitted: list[Any] = []
         if restored is not None:
             for _, committable in restored.lists.get("pending", []):
                 self.sink.commit(committable)
                 recommitted.append(committable)
-            self.sink.recover(self._txn_ctx, recommitted)
+        self.sink.recover(self._txn_ctx, recommitted, restored.checkpoint_id if restored is not None else 0)
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         if self._finished:
@@ -87,7 +87,7 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         if self._txn is not None:
-            self._pending.append((checkpoint_id, self.sink.pre_commit(self._txn)))
+            self._pending.append((checkpoint_id, self.sink.pre_commit(self._txn, checkpoint_id)))
             self._txn = None
         return OperatorSnapshot(lists={"pending": list(self._pending)}) if self._pending else None
 
