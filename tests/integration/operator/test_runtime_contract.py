@@ -102,7 +102,11 @@ def test_savepoint_then_suspend_then_read_storage(
             assert snapshot is not None and snapshot.kind == "savepoint" and snapshot.job_id == JOB_ID
             assert (await coordinator.job())["state"] == "RUNNING"  # stop: false keeps it running
             # While the job runs, the newest checkpoint can be found in storage without the coordinator.
-            latest = await Storage().latest_checkpoint(f"file://{tmp / 'chk'}")
+            latest = None
+            deadline = time.monotonic() + 20
+            while latest is None and time.monotonic() < deadline:
+                latest = await Storage().latest_checkpoint(f"file://{tmp / 'chk'}")
+                await asyncio.sleep(0.2)
             assert latest is not None and latest.job_id == JOB_ID and latest.kind == "checkpoint"
             assert latest.path.startswith(f"file://{tmp / 'chk'}/{JOB_ID}/chk-")
             reported = (await coordinator.checkpoints())["latest"]
