@@ -83,6 +83,8 @@ class Storage:
     def _latest(self, checkpoint_dir: str) -> Snapshot | None:
         fs, root = self._fs(checkpoint_dir)
         protocol = checkpoint_dir.split("://", 1)[0] + "://" if "://" in checkpoint_dir else ""
+        # Listings are cached by some filesystems (s3fs); checkpoints come and go between two reconciles.
+        fs.invalidate_cache()
         try:
             found = fs.glob(f"{root.rstrip('/')}/*/chk-*/_metadata")
         except FileNotFoundError:

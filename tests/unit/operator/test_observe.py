@@ -1,0 +1,121 @@
+"""Turning Kubernetes objects and storage files into observations."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from sluice_operator.services.observe import pod_view, savepoint_view
+from sluice_operator.services.reconcile import status_delta
+from sluice_operator.services.storage import Storage, storage_options
+
+
+def test_pod_view_reads_annotations_and_exit_reason() -> None:
+    pod = {
+        "metadata": {
+            "name": "j-coordinator",
+            "annotations": {"sluice.dev/job-id": "abc", "sluice.dev/spec-hash": "h"},
+            "deletionTimestamp": "2024-01-01T00:00:00Z",
+        },
+        "status": {
+            "phase": "Failed",
+            "podIP": "10.0.0.1",
+            "containerStatuses": [{"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}],
+        },
+    }
+    view = pod_view(pod)
+    assert (view.job_id, view.spec_hash, view.ip, view.reason) == ("abc", "h", "10.0.0.1", "OOMKilled")
+    assert view.exited and view.terminating
+
+
+def test_savepoint_view_keeps_invalid_specs_with_their_error() -> None:
+    view = savepoint_view(
+        {
+            "metadata": {"name": "s", "ownerReferences": [{"uid": "u1"}]},
+            "spec": {"jobName": "j", "stop": "later"},
+        },
+        "u1",
+    )
+    assert view.spec is None and view.owned
+    assert view.spec_error is not None and "spec.stop" in view.spec_error
+
+
+def test_status_delta_nulls_what_disappeared() -> None:
+    old = {"lifecycleState": "Running", "error": "x", "job": {"id": "a"}}
+    new = {"lifecycleState": "Running", "job": {"id": "b"}}
+    assert status_delta(old, new) == {"job": {"id": "b"}, "error": None}
+    assert status_delta(new, new) == {}
+
+
+def test_s3_storage_options_from_a_secret() -> None:
+    options = storage_options(
+        "s3://b/p",
+        {
+            "AWS_ACCESS_KEY_ID": "k",
+            "AWS_SECRET_ACCESS_KEY": "s",
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+            "AWS_REGION": "eu-west-1",
+        },
+    )
+    assert options == {
+        "key": "k",
+        "secret": "s",
+        "client_kwargs": {"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"},
+    }
+    assert storage_options("file:///x", {"AWS_ACCESS_KEY_ID": "k"}) == {}
+
+
+def _checkpoint(root: Path, run: str, n: int, timestamp: int, finished: bool) -> None:
+    folder = root / run / f"chk-{n}"
+    folder.mkdir(parents=True)
+    meta = {
+        "checkpointId": n,
+        "jobId": run,
+        "kind": "checkpoint",
+        "timestamp": timestamp,
+        "stopMode": None,
+        "operators": [{"uid": "src", "fullyFinished": finished}, {"uid": "sink", "fullyFinished": finished}],
+    }
+    (folder / "_metadata").write_text(json.dumps(meta))
+
+
+def test_latest_checkpoint_across_runs_and_job_results(tmp_path: Path) -> None:
+    _checkpoint(tmp_path, "run1", 4, 1_000, False)
+    _checkpoint(tmp_path, "run1", 5, 2_000, False)
+    _checkpoint(tmp_path, "run2", 1, 3_000, True)
+    (tmp_path / "run2" / "chk-2").mkdir()  # no _metadata: not a checkpoint (yet)
+    (tmp_path / "run2" / "job-result.json").write_text(
+        json.dumps(
+            {
+                "jobId": "run2",
+                "state": "FINISHED",
+                "timestamp": 3_500,
+                "lastSavepoint": None,
+                "lastCheckpoint": f"file://{tmp_path}/run2/chk-1",
+                "error": None,
+            }
+        )
+    )
+    storage = Storage()
+    latest = asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}"))
+    assert latest is not None
+    assert (latest.path, latest.checkpoint_id, latest.all_finished) == (
+        f"file://{tmp_path}/run2/chk-1",
+        1,
+        True,
+    )
+    result = asyncio.run(storage.job_result(f"file://{tmp_path}", "run2"))
+    assert result is not None and result.state == "FINISHED" and result.last_checkpoint == latest.path
+    assert asyncio.run(storage.job_result(f"file://{tmp_path}", "run1")) is None
+    assert asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}/missing")) is None
+
+
+def test_dispose_removes_a_savepoint_directory(tmp_path: Path) -> None:
+    target = tmp_path / "savepoint-ab-3"
+    target.mkdir()
+    (target / "_metadata").write_text("{}")
+    storage = Storage()
+    assert asyncio.run(storage.dispose(f"file://{target}")) is True
+    assert not target.exists()
+    assert asyncio.run(storage.dispose(f"file://{target}")) is False
