@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 @kopf.on.event(c.GROUP, c.VERSION, c.SAVEPOINT_PLURAL)
 async def on_savepoint_event(
-    *, type: str, body: kopf.Body, namespace: str | None, name: str, spec: kopf.Spec, **_: Any
+    *, type: str, body: kopf.Body, namespace: str | None, name: str, uid: str, spec: kopf.Spec, **_: Any
 ) -> None:
     if type == "DELETED":
         return
@@ -29,11 +29,11 @@ async def on_savepoint_event(
     except Exception as error:
         metrics.RECONCILES.labels("savepoint", "error").inc()
         log.exception("reconcile of Savepoint %s/%s failed", ns, name)
-        kopf.event(savepoint_ref(ns, name), type="Warning", reason="ReconcileError", message=str(error))
+        kopf.event(savepoint_ref(ns, name, uid), type="Warning", reason="ReconcileError", message=str(error))
         return
     metrics.RECONCILES.labels("savepoint", "ok").inc()
     for event in events:
-        kopf.event(savepoint_ref(ns, name), type=event.type, reason=event.reason, message=event.message)
+        kopf.event(savepoint_ref(ns, name, uid), type=event.type, reason=event.reason, message=event.message)
         metrics.SAVEPOINTS.labels("Failed").inc()
     job = spec.get("jobName")
     if job and not events:
@@ -45,8 +45,10 @@ def _disposable(spec: kopf.Spec, **_: Any) -> bool:
 
 
 @kopf.on.delete(c.GROUP, c.VERSION, c.SAVEPOINT_PLURAL, when=_disposable)
-async def on_savepoint_delete(*, body: kopf.Body, namespace: str | None, name: str, **_: Any) -> None:
+async def on_savepoint_delete(
+    *, body: kopf.Body, namespace: str | None, name: str, uid: str, **_: Any
+) -> None:
     ns = namespaced(namespace)
     event = await dispose_savepoint(RUNTIME.require(), RUNTIME.config, dict(body))
     if event is not None:
-        kopf.event(savepoint_ref(ns, name), type=event.type, reason=event.reason, message=event.message)
+        kopf.event(savepoint_ref(ns, name, uid), type=event.type, reason=event.reason, message=event.message)

@@ -25,29 +25,26 @@ def namespaced(namespace: str | None) -> str:
     return namespace
 
 
-def job_ref(namespace: str, name: str) -> kopf.Body:
-    return kopf.Body(
-        {
-            "apiVersion": c.API_VERSION,
-            "kind": c.STREAMJOB_KIND,
-            "metadata": {"name": name, "namespace": namespace},
-        }
-    )
+def _ref(kind: str, namespace: str, name: str, uid: str | None) -> kopf.Body:
+    # With the uid, `kubectl describe` lists the event under the object.
+    meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+    return kopf.Body({"apiVersion": c.API_VERSION, "kind": kind, "metadata": meta})
 
 
-def savepoint_ref(namespace: str, name: str) -> kopf.Body:
-    return kopf.Body(
-        {
-            "apiVersion": c.API_VERSION,
-            "kind": c.SAVEPOINT_KIND,
-            "metadata": {"name": name, "namespace": namespace},
-        }
-    )
+def job_ref(namespace: str, name: str, uid: str | None = None) -> kopf.Body:
+    return _ref(c.STREAMJOB_KIND, namespace, name, uid)
 
 
-def post(events: list[Event], namespace: str, job: str) -> None:
+def savepoint_ref(namespace: str, name: str, uid: str | None = None) -> kopf.Body:
+    return _ref(c.SAVEPOINT_KIND, namespace, name, uid)
+
+
+def post(events: list[Event], namespace: str, job: str, uid: str | None = None) -> None:
     for event in events:
-        target = savepoint_ref(namespace, event.savepoint) if event.savepoint else job_ref(namespace, job)
+        if event.savepoint is not None:
+            target = savepoint_ref(namespace, event.savepoint, event.uid)
+        else:
+            target = job_ref(namespace, job, uid)
         kopf.event(target, type=event.type, reason=event.reason, message=event.message[:1000])
         metrics.EVENTS.labels(event.type, event.reason).inc()
         if event.savepoint is None and event.reason in _SAVEPOINT_OUTCOMES:
@@ -75,7 +72,7 @@ async def reconcile(namespace: str, name: str) -> float | None:
             metrics.RECONCILE_SECONDS.labels("streamjob").observe(time.monotonic() - started)
         metrics.RECONCILES.labels("streamjob", "ok").inc()
         metrics.record_lifecycle(namespace, name, outcome.lifecycle)
-        post(outcome.events, namespace, name)
+        post(outcome.events, namespace, name, outcome.uid)
         return outcome.requeue_s
 
 
@@ -104,7 +101,7 @@ async def on_streamjob_delete(*, body: kopf.Body, namespace: str | None, name: s
     async with RUNTIME.lock(ns, name):
         job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, name)
         result = await finalize_job(deps, RUNTIME.config, job if job is not None else dict(body))
-    post(result.events, ns, name)
+    post(result.events, ns, name, body.metadata.uid)
     if not result.done:
         raise kopf.TemporaryError(result.message, delay=2)
     metrics.record_lifecycle(ns, name, None)

@@ -82,7 +82,7 @@ async def _trigger_failed(deps: Deps, view: SavepointView, error: str, plan: Pla
     await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, view.name, savepoint_patch(status))
     if state is SavepointState.FAILED:
         plan.events.append(Event("Warning", "SavepointFailed", f"savepoint {view.name} failed: {error}"))
-        plan.events.append(Event("Warning", "Failed", error, savepoint=view.name))
+        plan.events.append(Event("Warning", "Failed", error, savepoint=view.name, uid=view.uid))
 
 
 def _now_ms() -> int:

@@ -65,6 +65,7 @@ def savepoint_view(obj: Obj, job_uid: str | None) -> SavepointView:
         created=str(meta.get("creationTimestamp") or ""),
         owned=job_uid is not None and any(o.get("uid") == job_uid for o in owners),
         spec_error=error,
+        uid=meta.get("uid"),
     )
 
 

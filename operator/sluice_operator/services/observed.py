@@ -82,6 +82,7 @@ class SavepointView:
     created: str  # RFC 3339, sorts in time order
     owned: bool  # made by the operator for this job (has the job as owner)
     spec_error: str | None = None
+    uid: str | None = None
 
 
 @dataclass

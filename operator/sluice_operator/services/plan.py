@@ -15,6 +15,7 @@ class Event:
     reason: str
     message: str
     savepoint: str | None = None  # post on this Savepoint instead of the StreamJob
+    uid: str | None = None  # of that Savepoint: `kubectl describe` finds events by uid
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class Outcome:
     requeue_s: float | None = None
     lifecycle: str | None = None
     error: str | None = None
+    uid: str | None = None  # of the StreamJob, for its events
 
 
 def owner_of(job: Obj) -> m.Owner:
@@ -120,6 +121,7 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
         requeue_s=plan.requeue_s,
         lifecycle=plan.status.get("lifecycleState"),
         error=plan.status.get("error"),
+        uid=owner.uid,
     )
     if plan.status.get("error") and plan.status.get("error") != old_status.get("error"):
         plan.events.append(Event("Warning", "Error", str(plan.status["error"])))
@@ -164,6 +166,7 @@ async def _degraded(
         requeue_s=10.0 if reason != "InvalidSpec" else None,
         lifecycle=new["lifecycleState"],
         error=message,
+        uid=owner.uid,
     )
 
 

@@ -54,11 +54,15 @@ def _finish(plan: Plan, view: SavepointView, status: SavepointStatus) -> None:
         plan.events.append(
             Event("Normal", "SavepointCompleted", f"savepoint {view.name} completed at {status.path}")
         )
-        plan.events.append(Event("Normal", "Completed", f"savepoint at {status.path}", savepoint=view.name))
+        plan.events.append(
+            Event("Normal", "Completed", f"savepoint at {status.path}", savepoint=view.name, uid=view.uid)
+        )
     elif status.state in (SavepointState.FAILED, SavepointState.ABANDONED):
         text = f"savepoint {view.name} {status.state.value.lower()}: {status.error}"
         plan.events.append(Event("Warning", f"Savepoint{status.state.value}", text))
-        plan.events.append(Event("Warning", status.state.value, status.error or "", savepoint=view.name))
+        plan.events.append(
+            Event("Warning", status.state.value, status.error or "", savepoint=view.name, uid=view.uid)
+        )
 
 
 def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutlook:
