@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -27,8 +27,14 @@ def namespaced(namespace: str | None) -> str:
 
 def _ref(kind: str, namespace: str, name: str, uid: str | None) -> kopf.Body:
     # With the uid, `kubectl describe` lists the event under the object.
-    meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
-    return kopf.Body({"apiVersion": c.API_VERSION, "kind": kind, "metadata": meta})
+    raw: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    if uid:
+        raw["metadata"]["uid"] = uid
+    return kopf.Body(cast(kopf.RawBody, raw))
 
 
 def job_ref(namespace: str, name: str, uid: str | None = None) -> kopf.Body:
