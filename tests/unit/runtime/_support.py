@@ -1,0 +1,118 @@
+"""Small pieces shared by the runtime unit tests: a recording Output, operator set-up, checkpoint files."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sluice.checkpoint.snapshot import OperatorSnapshot
+from sluice.checkpoint.storage import read_metadata, write_bytes, write_metadata
+from sluice.engine.context import Metrics, OperatorContext
+from sluice.engine.operators.base import StreamOperator
+from sluice.state.keygroups import key_group_range
+
+
+@dataclass
+class RecordingOutput:
+    """An Output that keeps everything an operator emits, in order."""
+
+    events: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+    def emit(self, values: list[Any], timestamps: list[int] | None) -> None:
+        self.events.append(("records", list(values), None if timestamps is None else list(timestamps)))
+
+    def emit_watermark(self, timestamp: int) -> None:
+        self.events.append(("watermark", timestamp, None))
+
+    @property
+    def records(self) -> list[Any]:
+        return [v for kind, values, _ in self.events if kind == "records" for v in values]
+
+    @property
+    def timestamped(self) -> list[tuple[Any, int | None]]:
+        out: list[tuple[Any, int | None]] = []
+        for kind, values, stamps in self.events:
+            if kind == "records":
+                out.extend(zip(values, stamps or [None] * len(values), strict=True))
+        return out
+
+    @property
+    def watermarks(self) -> list[int]:
+        return [ts for kind, ts, _ in self.events if kind == "watermark"]
+
+    def clear(self) -> None:
+        self.events.clear()
+
+
+def start(
+    op: StreamOperator,
+    *,
+    restored: Any = None,
+    subtask: int = 0,
+    parallelism: int = 1,
+    max_parallelism: int = 128,
+    attempt: int = 0,
+) -> tuple[RecordingOutput, OperatorContext]:
+    """Runs the first steps of the operator lifecycle (setup, initialize_state, open) as a task would."""
+    ctx = OperatorContext(
+        operator_uid=op.uid,
+        subtask_index=subtask,
+        parallelism=parallelism,
+        max_parallelism=max_parallelism,
+        attempt=attempt,
+        metrics=Metrics(),
+        keyed=op.is_keyed,
+        job_id="0123456789abcdef",
+    )
+    out = RecordingOutput()
+    op.setup(ctx, out)
+    op.initialize_state(restored)
+    op.open()
+    return out, ctx
+
+
+def write_checkpoint(
+    directory: Path,
+    uid: str,
+    snapshots: dict[int, OperatorSnapshot | None],
+    parallelism: int,
+    max_parallelism: int = 128,
+    keyed: bool = False,
+    finished: tuple[int, ...] = (),
+) -> dict[str, Any]:
+    """Writes one operator's state files and `_metadata` as a completed checkpoint has them; reads it back.
+
+    `snapshots` maps subtask index -> its snapshot (running subtasks only); `finished` lists the subtasks
+    that had finished, so they have no state in the checkpoint.
+    """
+    location = directory.as_uri()
+    handles = []
+    for index, snap in sorted(snapshots.items()):
+        if snap is None or snap.is_empty():
+            continue
+        name = f"{uid}-{index}.state"
+        size = write_bytes(location, name, pickle.dumps(snap, protocol=5))
+        groups = key_group_range(index, max_parallelism, parallelism)
+        handles.append(
+            {
+                "index": index,
+                "path": name,
+                "size": size,
+                "keyGroups": [groups.start, groups.stop - 1] if keyed else None,
+                "operatorState": bool(snap.lists or snap.unions or snap.broadcast),
+                "union": snap.uses_union_state(),
+            }
+        )
+    fully = len(finished) == parallelism
+    entry = {
+        "uid": uid,
+        "parallelism": parallelism,
+        "maxParallelism": max_parallelism,
+        "fullyFinished": fully,
+        "finishedSubtasks": [] if fully else list(finished),
+        "subtasks": [] if fully else handles,
+    }
+    write_metadata(location, {"version": 1, "checkpointId": 1, "jobId": "j", "operators": [entry]})
+    return read_metadata(location)
