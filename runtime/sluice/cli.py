@@ -29,9 +29,19 @@ def _duration(text: str) -> float:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _interval(text: str) -> float:
+    value = _duration(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the checkpoint interval must be longer than 0")
     return value
 
 
@@ -50,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--max-parallelism", type=_positive, default=128)
     run.add_argument("--taskmanagers", type=_positive, default=None, help="default: the parallelism")
     run.add_argument("--checkpoint-dir", default=None, help="URI; default: a local directory (printed)")
-    run.add_argument("--checkpoint-interval", type=_duration, default=None, help="e.g. 1s; default 10s")
+    run.add_argument("--checkpoint-interval", type=_interval, default=None, help="e.g. 1s; default 10s")
     run.add_argument("--checkpoint-timeout", type=_duration, default=600.0)
     run.add_argument("--min-pause", type=_duration, default=0.0)
     run.add_argument("--checkpoints-retained", type=_positive, default=1)

@@ -26,7 +26,11 @@ class SluiceJob:
         command = [*SLUICE, "run", str(pipeline), "--rest-port", "0", *options]
         self.command = command
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
             env={**os.environ, **(env or {})},
         )
         self.stderr_lines: list[str] = []
@@ -61,7 +65,9 @@ class SluiceJob:
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         request = urllib.request.Request(
-            self.rest_url() + path, data=json.dumps(body).encode(), method="POST",
+            self.rest_url() + path,
+            data=json.dumps(body).encode(),
+            method="POST",
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -72,7 +78,9 @@ class SluiceJob:
         last: Any = None
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"job exited ({self.process.returncode}) while waiting for {what}:\n{self.stderr}")
+                raise AssertionError(
+                    f"job exited ({self.process.returncode}) while waiting for {what}:\n{self.stderr}"
+                )
             try:
                 last = predicate()
             except OSError:
@@ -80,13 +88,17 @@ class SluiceJob:
             if last:
                 return last
             time.sleep(0.05)
-        raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r}); stderr:\n{self.stderr}")
+        raise AssertionError(
+            f"timed out after {timeout}s waiting for {what} (last: {last!r}); stderr:\n{self.stderr}"
+        )
 
     def completed_checkpoints(self) -> int:
         return int(self.get("/v1/checkpoints")["counts"]["completed"])
 
     def wait_checkpoints(self, count: int, timeout: float = 60) -> None:
-        self.wait_until(lambda: self.completed_checkpoints() >= count, timeout, f"{count} completed checkpoints")
+        self.wait_until(
+            lambda: self.completed_checkpoints() >= count, timeout, f"{count} completed checkpoints"
+        )
 
     def taskmanager_pids(self) -> list[int]:
         return [tm["pid"] for tm in self.get("/v1/job")["taskManagers"]]
@@ -110,9 +122,15 @@ class SluiceJob:
                 self.process.wait()
 
 
-def run_job(pipeline: str | Path, *options: str, timeout: float = 180, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_job(
+    pipeline: str | Path, *options: str, timeout: float = 180, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Runs `sluice run` to the end and returns the finished process (stdout, stderr, returncode)."""
     return subprocess.run(
         [*SLUICE, "run", str(pipeline), "--rest-port", "0", *options],
-        capture_output=True, text=True, cwd=REPO, timeout=timeout, env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
     )

@@ -40,7 +40,9 @@ def w1_reference(n: int) -> collections.Counter[str]:
     return collections.Counter(json.dumps([k, c, s]) for (k, _), (c, s) in acc.items())
 
 
-def keyed_window_reference(count: int, keys: int, window_ms: int, ms_per_record: int) -> collections.Counter[str]:
+def keyed_window_reference(
+    count: int, keys: int, window_ms: int, ms_per_record: int
+) -> collections.Counter[str]:
     """The reference of tests/integration/pipelines/generated_counts.py."""
     acc: dict[tuple[int, int], tuple[int, int]] = {}
     for i in range(count):
@@ -48,3 +50,14 @@ def keyed_window_reference(count: int, keys: int, window_ms: int, ms_per_record:
         c, s = acc.get((key, window), (0, 0))
         acc[(key, window)] = (c + 1, s + i)
     return collections.Counter(json.dumps([k, c, s]) for (k, _), (c, s) in acc.items())
+
+
+def assert_same_output(got: collections.Counter[str], expected: collections.Counter[str]) -> None:
+    """Equality of two outputs, with the lines that differ in the failure message."""
+    if got == expected:
+        return
+    missing, extra = expected - got, got - expected
+    raise AssertionError(
+        f"output differs from the reference: {sum(missing.values())} lines missing, {sum(extra.values())} "
+        f"extra or duplicated\nmissing: {sorted(missing)[:8]}\nextra: {sorted(extra)[:8]}"
+    )

@@ -198,7 +198,7 @@ class CheckpointCoordinator:
         operators = []
         for vertex in self.graph.vertices:
             for position, spec in enumerate(vertex.operators):
-                handles, finished, union = [], [], False
+                handles, finished, union, commits = [], [], False, []
                 for s in range(vertex.parallelism):
                     ack = pending.acks.get((vertex.id, s))
                     if (vertex.id, s) in finished_at_plan or ack is None:
@@ -208,6 +208,8 @@ class CheckpointCoordinator:
                     union = union or op["union"]
                     if op["finished"]:
                         finished.append(s)
+                        if op.get("pendingCommits") and op["path"] is not None:
+                            commits.append({"index": s, "path": op["path"], "size": op["size"]})
                     elif op["path"] is not None:
                         handles.append(
                             {
@@ -234,6 +236,7 @@ class CheckpointCoordinator:
                         "fullyFinished": fully,
                         "finishedSubtasks": [] if fully else finished,
                         "subtasks": [] if fully else handles,
+                        **({"pendingCommits": commits} if fully and commits else {}),
                     }
                 )
         return {

@@ -10,6 +10,7 @@ same). State of finished subtasks is not in the checkpoint, so redistribution co
 from __future__ import annotations
 
 import pickle
+from dataclasses import dataclass
 from typing import Any
 
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
@@ -17,14 +18,18 @@ from sluice.checkpoint.storage import read_bytes
 from sluice.state.keygroups import key_group_range
 
 
+@dataclass
 class FullyFinished:
-    """Marker: every subtask of the operator had finished; it is not run again."""
+    """Every subtask of the operator had finished: it is not run again.
 
-    def __repr__(self) -> str:
-        return "FULLY_FINISHED"
+    `pending_commits` is this subtask's share of the transactions the operator had pre-committed for
+    that final checkpoint: a failure between completing the final checkpoint and committing them must
+    not lose them, so the restored (finished) subtask commits them once more.
+    """
+
+    pending_commits: RestoredState | None = None
 
 
-FULLY_FINISHED = FullyFinished()
 Share = RestoredState | FullyFinished | None
 
 
@@ -51,9 +56,16 @@ def restored_share(
     entry = operator_entry(metadata, uid)
     if entry is None:
         return None
-    if entry["fullyFinished"]:
-        return FULLY_FINISHED
     location = metadata["_location"]
+    if entry["fullyFinished"]:
+        mine = [h for h in entry.get("pendingCommits", []) if h["index"] % parallelism == subtask]
+        if not mine:
+            return FullyFinished()
+        commits = RestoredState(checkpoint_id=int(metadata["checkpointId"]))
+        for handle in mine:
+            for name, items in load_snapshot(location, handle["path"]).lists.items():
+                commits.lists.setdefault(name, []).extend(items)
+        return FullyFinished(commits)
     handles = sorted(entry["subtasks"], key=lambda h: h["index"])
     keyed_handles = [h for h in handles if h.get("keyGroups") is not None]
     if keyed_handles and entry["maxParallelism"] != max_parallelism:

@@ -121,5 +121,6 @@ class TransactionContext:
         self._sequence = 0
 
     def next_name(self) -> str:
+        """A sequence number, unique within this subtask's attempt."""
         self._sequence += 1
-        return f"{self.operator_uid}-{self.subtask_index}-{self.attempt}-{self._sequence}"
+        return str(self._sequence)

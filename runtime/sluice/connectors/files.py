@@ -93,7 +93,8 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
     def begin(self, ctx: TransactionContext) -> _OpenFile:
         fs, root = filesystem(self.uri)
         fs.makedirs(root, exist_ok=True)
-        name = f"part-{ctx.job_id[:8]}-{ctx.next_name()}.jsonl"
+        # The attempt token makes names unique across attempts, restarts and jobs sharing a directory.
+        name = f"part-{ctx.operator_uid}-{ctx.subtask_index}-{ctx.attempt_token}-{ctx.next_name()}.jsonl"
         hidden = join(self.uri, f".{name}.inprogress")
         return _OpenFile(hidden, join(self.uri, name), fs.open(filesystem(hidden)[1], "wb"))
 

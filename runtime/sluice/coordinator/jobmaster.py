@@ -212,6 +212,7 @@ class JobMaster:
                     "taskmanagers": addresses,
                     "restore": metadata["_location"] if metadata else None,
                     "attemptToken": self._attempt_token,
+                    "waitForFinalCheckpoint": self.config.checkpoints.after_tasks_finish,
                 }
             )
 

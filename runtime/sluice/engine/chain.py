@@ -6,8 +6,8 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.checkpoint.restore import FULLY_FINISHED, Share
-from sluice.checkpoint.snapshot import OperatorSnapshot
+from sluice.checkpoint.restore import FullyFinished, Share
+from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.events import MAX_WATERMARK, Event, Watermark
 from sluice.engine.operators.base import StreamOperator
@@ -57,6 +57,8 @@ class OperatorAck:
     union: bool
     operator_state: bool
     key_groups: tuple[int, int] | None
+    pending_commits: bool
+    """A finished operator whose state holds transactions to commit once the checkpoint completes."""
 
 
 class OperatorChain:
@@ -74,7 +76,7 @@ class OperatorChain:
         self.vertex = vertex
         self.writers = writers
         self.operators: list[StreamOperator] = [spec.create() for spec in vertex.operators]
-        finished = [restore.get(op.uid) is FULLY_FINISHED for op in self.operators]
+        finished = [isinstance(restore.get(op.uid), FullyFinished) for op in self.operators]
         self.finished_on_restore = all(finished)
         output: Any = _TaskOutput(writers, metrics)
         for op in reversed(self.operators):
@@ -95,13 +97,22 @@ class OperatorChain:
         self._restore = restore
         self._key_groups = key_group_range(subtask_index, vertex.max_parallelism, vertex.parallelism)
         self.operators_finished = False
+        self._opened: list[StreamOperator] = []
 
     def open(self) -> None:
+        if self.finished_on_restore:
+            # Nothing runs again; only transactions of the final checkpoint are committed once more.
+            for op in self.operators:
+                share = self._restore.get(op.uid)
+                if isinstance(share, FullyFinished) and share.pending_commits is not None:
+                    op.commit_after_finish(share.pending_commits)
+            return
         # Tail first: an operator must be ready before its predecessor can emit into it.
         for op in reversed(self.operators):
             share = self._restore.get(op.uid)
-            op.initialize_state(None if share is None or share is FULLY_FINISHED else share)  # type: ignore[arg-type]
+            op.initialize_state(share if isinstance(share, RestoredState) else None)
             op.open()
+            self._opened.append(op)
 
     def end_of_input(self, drain: bool, watermark_done: bool) -> None:
         """Drain: MAX_WATERMARK (fires all event-time timers), then end_input and finish head to tail."""
@@ -131,6 +142,7 @@ class OperatorChain:
                     key_groups=(self._key_groups.start, self._key_groups.stop - 1)
                     if op.is_keyed or keyed
                     else None,
+                    pending_commits=data is not None and op.has_pending_commits(),
                 )
             )
         return acks
@@ -146,7 +158,7 @@ class OperatorChain:
     def close(self) -> None:
         """Closes every operator, even when one of them fails; re-raises the first error."""
         first: BaseException | None = None
-        for op in self.operators:
+        for op in [op for op in self.operators if op in self._opened]:
             try:
                 op.close()
             except Exception as err:

@@ -75,6 +75,7 @@ class StreamTask:
         report: Report,
         metrics: Metrics,
         rate: float | None = None,
+        wait_for_final_checkpoint: bool = True,
     ) -> None:
         self.chain = chain
         self.vertex = chain.vertex
@@ -85,6 +86,8 @@ class StreamTask:
         self.report = report
         self.metrics = metrics
         self.rate = rate
+        self.wait_for_final_checkpoint = wait_for_final_checkpoint
+        """Off (checkpoints-after-tasks-finish disabled): end right after end of data, as before FLIP-147."""
         self.mailbox: deque[Trigger | Stop | Complete | Abort] = deque()
         self.wakeup = asyncio.Event()
         channels = len(input_edges)
@@ -288,6 +291,8 @@ class StreamTask:
         await self._flush(True)
         self.end_of_data = True
         self._state("END_OF_DATA", drain=drain)
+        if not self.wait_for_final_checkpoint:
+            self._done = True
 
     # -- checkpoints --------------------------------------------------------------------------------
 
@@ -349,6 +354,7 @@ class StreamTask:
                     "union": ack.union,
                     "operatorState": ack.operator_state,
                     "keyGroups": list(ack.key_groups) if ack.key_groups else None,
+                    "pendingCommits": ack.pending_commits,
                     "path": None,
                     "size": 0,
                 }

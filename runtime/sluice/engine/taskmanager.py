@@ -164,7 +164,16 @@ class TaskManager:
             if isinstance(chain.head, SourceOperator):
                 limit = chain.head.source.records_per_second()
                 rate = None if limit is None else limit / vertex.parallelism
-            task = StreamTask(chain, s, gate, [e.input_index for e, _ in layout], self.report, metrics, rate)
+            task = StreamTask(
+                chain,
+                s,
+                gate,
+                [e.input_index for e, _ in layout],
+                self.report,
+                metrics,
+                rate,
+                wait_for_final_checkpoint=message["waitForFinalCheckpoint"],
+            )
             self.tasks[(v, s)] = task
         for task in self.tasks.values():
             self._runners.append(asyncio.create_task(task.run()))

@@ -7,7 +7,9 @@ be the same in every process: Python's `hash()` of `str` is salted per process, 
 
 from __future__ import annotations
 
-import pickle
+import dataclasses
+import enum
+import math
 import struct
 import zlib
 from typing import Any
@@ -18,30 +20,48 @@ _GOLDEN = 0x9E3779B97F4A7C15
 
 
 def stable_hash(key: Any) -> int:
-    """A 32-bit hash of `key` that is equal in every process and every run."""
+    """A 32-bit hash of `key`, equal in every process and every run, and equal for keys that are equal.
+
+    Equality follows Python's: `1 == 1.0 == True` hash alike, as do `0.0` and `-0.0`; a frozenset hashes
+    independently of its iteration order. Types without a canonical form are refused.
+    """
     kind = type(key)
-    if kind is int or kind is bool:
-        return ((int(key) * _GOLDEN) & _MASK64) >> 32
+    if kind is int:
+        return ((key * _GOLDEN) & _MASK64) >> 32  # type: ignore[no-any-return]
     if kind is str:
         return zlib.crc32(key.encode("utf-8"))
-    if kind is bytes:
-        return zlib.crc32(key)
-    if kind is float:
-        return zlib.crc32(struct.pack("<d", key))
     if kind is tuple:
         h = 0x345678
         for part in key:
             h = ((h ^ stable_hash(part)) * 1000003) & 0xFFFFFFFF
         return h
+    if kind is bool:
+        return stable_hash(int(key))
+    if kind is float:
+        if key.is_integer():
+            return stable_hash(int(key))
+        if math.isnan(key):
+            return 0x7FC00000
+        return zlib.crc32(struct.pack("<d", key))
+    if kind is bytes:
+        return zlib.crc32(key)
     if key is None:
         return 0
-    try:
-        return zlib.crc32(pickle.dumps(key, protocol=4))
-    except Exception as err:
-        raise TypeError(
-            f"cannot partition by a key of type {kind.__name__}: key_by needs keys that are int, str, bytes, "
-            "float, tuples of these, or picklable values"
-        ) from err
+    if kind is frozenset:
+        mixed = 0
+        for part in key:
+            mixed = (mixed + ((stable_hash(part) * 0x9E3779B1) & 0xFFFFFFFF)) & 0xFFFFFFFF
+        return mixed ^ 0x5BD1E995
+    if isinstance(key, enum.Enum):
+        return stable_hash((kind.__qualname__, key.name))
+    if dataclasses.is_dataclass(key) and not isinstance(key, type):
+        fields = tuple(getattr(key, f.name) for f in dataclasses.fields(key) if f.compare)
+        return stable_hash((kind.__qualname__, fields))
+    raise TypeError(
+        f"cannot partition by a key of type {kind.__name__}: key_by needs keys that are int, float, str, "
+        "bytes, bool, None, or tuples, frozensets, enums or dataclasses of these (their hash must be the "
+        "same in every process)"
+    )
 
 
 def key_group_for(key: Any, max_parallelism: int) -> int:

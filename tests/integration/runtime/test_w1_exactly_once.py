@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 from testkit.jobs import REPO, SluiceJob, run_job
-from testkit.outputs import hidden_files, keyed_window_reference, read_output, w1_reference
+from testkit.outputs import (
+    assert_same_output,
+    hidden_files,
+    keyed_window_reference,
+    read_output,
+    w1_reference,
+)
 
 W1 = REPO / "examples" / "w1_window_counts.py"
 GENERATED = REPO / "tests" / "integration" / "pipelines" / "generated_counts.py"
@@ -17,22 +23,46 @@ GENERATED = REPO / "tests" / "integration" / "pipelines" / "generated_counts.py"
 def test_w1_example_output_equals_reference(tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
     done = run_job(
-        W1, "--arg", "n=200000", "--arg", f"out={out}", "--parallelism", "2",
-        "--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s",
+        W1,
+        "--arg",
+        "n=200000",
+        "--arg",
+        f"out={out}",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"file://{chk}",
+        "--checkpoint-interval",
+        "1s",
     )
     assert done.returncode == 0, done.stderr
     assert "FINISHED" in done.stderr
-    assert read_output(str(out)) == w1_reference(200_000)
+    assert_same_output(read_output(str(out)), w1_reference(200_000))
     assert hidden_files(str(out)) == [], "a finished job leaves no in-progress file behind"
 
 
-def _kill_one_taskmanager_and_check(tmp_path: Path, checkpoint_dir: str, storage_env: dict[str, str] | None) -> None:
+def _kill_one_taskmanager_and_check(
+    tmp_path: Path, checkpoint_dir: str, storage_env: dict[str, str] | None
+) -> None:
     out = tmp_path / "out"
     count = 120_000
     job = SluiceJob(
-        GENERATED, "--arg", f"out={out}", "--arg", f"count={count}", "--arg", "rate=15000",
-        "--parallelism", "2", "--checkpoint-dir", checkpoint_dir, "--checkpoint-interval", "300ms",
-        "--restart-delay", "200ms", env=storage_env,
+        GENERATED,
+        "--arg",
+        f"out={out}",
+        "--arg",
+        f"count={count}",
+        "--arg",
+        "rate=15000",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        checkpoint_dir,
+        "--checkpoint-interval",
+        "300ms",
+        "--restart-delay",
+        "200ms",
+        env=storage_env,
     )
     try:
         job.wait_checkpoints(2)
@@ -46,7 +76,9 @@ def _kill_one_taskmanager_and_check(tmp_path: Path, checkpoint_dir: str, storage
         job.kill()
     assert code == 0, job.stderr
     assert committed_before > 0, "output was committed before the failure"
-    assert read_output(str(out)) == keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
+    assert_same_output(
+        read_output(str(out)), keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
+    )
 
 
 def test_sigkill_taskmanager_gives_exactly_once_output(tmp_path: Path) -> None:
@@ -62,9 +94,23 @@ def test_restore_from_retained_checkpoint_with_another_parallelism(tmp_path: Pat
     out, chk = tmp_path / "out", tmp_path / "chk"
     count = 60_000
     first = SluiceJob(
-        GENERATED, "--arg", f"out={out}", "--arg", f"count={count}", "--arg", "rate=15000",
-        "--parallelism", "2", "--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "300ms",
-        "--job-id", "rescale-first", "--checkpoints-retained", "3",
+        GENERATED,
+        "--arg",
+        f"out={out}",
+        "--arg",
+        f"count={count}",
+        "--arg",
+        "rate=15000",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"file://{chk}",
+        "--checkpoint-interval",
+        "300ms",
+        "--job-id",
+        "rescale-first",
+        "--checkpoints-retained",
+        "3",
     )
     try:
         first.wait_checkpoints(3)
@@ -72,13 +118,31 @@ def test_restore_from_retained_checkpoint_with_another_parallelism(tmp_path: Pat
         first.process.wait(30)
     finally:
         first.kill()
-    checkpoints = sorted((chk / "rescale-first").glob("chk-*/_metadata"), key=lambda p: int(p.parent.name[4:]))
+    checkpoints = sorted(
+        (chk / "rescale-first").glob("chk-*/_metadata"), key=lambda p: int(p.parent.name[4:])
+    )
     assert checkpoints, "the first run completed checkpoints"
     latest = checkpoints[-1].parent
     second = run_job(
-        GENERATED, "--arg", f"out={out}", "--arg", f"count={count}", "--arg", "rate=30000",
-        "--parallelism", "3", "--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "300ms",
-        "--from-savepoint", f"file://{latest}", "--job-id", "rescale-second",
+        GENERATED,
+        "--arg",
+        f"out={out}",
+        "--arg",
+        f"count={count}",
+        "--arg",
+        "rate=30000",
+        "--parallelism",
+        "3",
+        "--checkpoint-dir",
+        f"file://{chk}",
+        "--checkpoint-interval",
+        "300ms",
+        "--from-savepoint",
+        f"file://{latest}",
+        "--job-id",
+        "rescale-second",
     )
     assert second.returncode == 0, second.stderr
-    assert read_output(str(out)) == keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
+    assert_same_output(
+        read_output(str(out)), keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
+    )

@@ -74,3 +74,13 @@ class StreamOperator:
 
     def uses_union_state(self) -> bool:
         return False
+
+    def has_pending_commits(self) -> bool:
+        """Whether the last snapshot holds pre-committed transactions that a completed checkpoint commits."""
+        return False
+
+    def commit_after_finish(self, restored: RestoredState) -> None:
+        """Restored as fully finished: commit what the final checkpoint pre-committed (see FullyFinished).
+
+        Only two-phase-commit sinks have anything to do here.
+        """

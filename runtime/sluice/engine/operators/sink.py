@@ -102,6 +102,9 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
             txn, self._txn = self._txn, None
             self.sink.abort(txn)
 
-    @property
-    def pending_commits(self) -> list[tuple[int, Any]]:
-        return list(self._pending)
+    def has_pending_commits(self) -> bool:
+        return bool(self._pending)
+
+    def commit_after_finish(self, restored: RestoredState) -> None:
+        for _, committable in restored.lists.get("pending", []):
+            self.sink.commit(committable)

@@ -74,7 +74,8 @@ class WindowOperator(StreamOperator):
         size, offset = self.assigner.size_ms, self.assigner.offset_ms
         windows, late_after = self.windows, self.watermark + 1
         late = 0
-        current_end, current = 0, None
+        current_end: int | None = None
+        current = None
         for value, ts in zip(values, timestamps, strict=True):
             end = ts - (ts - offset) % size + size
             if end <= late_after:
