@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import pytest
+
 from testkit.jobs import REPO, SluiceJob, run_job
 from testkit.outputs import (
     assert_same_output,

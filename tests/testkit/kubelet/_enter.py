@@ -1,0 +1,89 @@
+"""Enter a container's view of the host, then exec its command: `python -I -S _enter.py SPEC.json`.
+
+Run as a fresh, single-threaded process (unshare(2) of a mount namespace needs that, and doing it in
+the kubelet's own forked child would run Python code between fork and exec in a threaded process).
+It gives the process a private mount namespace with the pod's volumes and an /etc/hosts of its own
+bind-mounted at their paths, a UTS namespace whose hostname is the pod's, and then replaces itself
+with the container command, so the kubelet's child PID is the container's main process.
+
+Standard library only: it runs with -S, before any site-packages are set up.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import sys
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUTS = 0x04000000
+_MS_RDONLY = 1
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_PR_SET_PDEATHSIG = 1
+# The exit code runc reports when it cannot start the container's process.
+_START_ERROR = 128
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    _check(
+        _libc.mount(source.encode() if source else None, target.encode(), None, flags, None),
+        f"mount {source} on {target}",
+    )
+
+
+def _ensure_target(source: str, target: str) -> None:
+    # Mount points must exist. Missing ones are created on the host (empty directories or files):
+    # the one trace a container leaves outside its own state directory.
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    elif not os.path.exists(target):
+        os.makedirs(os.path.dirname(target) or "/", exist_ok=True)
+        with open(target, "a"):
+            pass
+
+
+def _bind(source: str, target: str, read_only: bool) -> None:
+    _ensure_target(source, target)
+    _mount(source, target, _MS_BIND | _MS_REC)
+    if read_only:
+        _mount(None, target, _MS_BIND | _MS_REMOUNT | _MS_RDONLY)
+
+
+def main(spec_path: str) -> None:
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    parent = os.getppid()
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+    if os.getppid() != parent:  # the kubelet died before the death signal was armed
+        sys.exit(_START_ERROR)
+
+    _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWUTS), "unshare")
+    # Make every mount private first, or the bind mounts below would propagate back to the host.
+    _mount(None, "/", _MS_REC | _MS_PRIVATE)
+    for mount in sorted(spec["mounts"], key=lambda m: m["target"].count("/")):
+        _bind(mount["source"], mount["target"], mount["read_only"])
+    socket.sethostname(spec["hostname"])
+
+    os.chdir(spec["cwd"])
+    argv = spec["argv"]
+    os.execvpe(argv[0], argv, spec["env"])
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1])
+    except OSError as error:
+        print(f"process kubelet: cannot start the container: {error}", file=sys.stderr, flush=True)
+        sys.exit(_START_ERROR)
