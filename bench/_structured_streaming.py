@@ -28,6 +28,7 @@ from typing import Any
 WINDOW_MS = 1000
 KEYS = 1000
 INPUT_FILES = 4  # the Sluice example reads its SequenceSource in 4 splits
+WARMUP_EVENTS = 20_000
 
 
 def w1_event(i: int) -> tuple[int, int, int]:
@@ -105,38 +106,68 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _tree(root: int) -> list[int]:
+def _tree(root: int) -> list[tuple[int, int | None]]:
+    """(pid, parent pid) of ``root`` and all its descendants; the root's parent is given as None."""
     children = _children_map()
-    pids, stack = [], [root]
+    found: list[tuple[int, int | None]] = []
+    stack: list[tuple[int, int | None]] = [(root, None)]
     while stack:
-        pid = stack.pop()
-        pids.append(pid)
-        stack.extend(children.get(pid, []))
-    return pids
+        pid, parent = stack.pop()
+        found.append((pid, parent))
+        stack.extend((child, pid) for child in children.get(pid, []))
+    return found
 
 
-def tree_rss_bytes(root: int) -> int:
-    """Resident memory of ``root`` and all its descendants (here: Python driver and the JVM)."""
-    return sum(_rss_bytes(pid) for pid in _tree(root))
+def _exe(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def tree_rss(root: int) -> list[tuple[str, int]]:
+    """(name, resident bytes) of ``root`` and its descendants (here: Python driver and JVM).
+
+    A child that still runs its parent's program is a fork not yet turned into a new program (Hadoop's
+    local file system shells out through the JVM's process spawner): it shares or copies the parent's
+    pages, and counting its RSS too would report the JVM twice. Such children are left out.
+    """
+    return [
+        (_name(pid), _rss_bytes(pid))
+        for pid, parent in _tree(root)
+        if parent is None or _exe(pid) != _exe(parent)
+    ]
 
 
 def tree_cpu_seconds(root: int) -> float:
     """CPU time (user + system) used so far by ``root`` and its live descendants."""
-    return sum(_cpu_seconds(pid) for pid in _tree(root))
+    return sum(_cpu_seconds(pid) for pid, _ in _tree(root))
 
 
 class PeakRssSampler(threading.Thread):
-    """Polls the RSS of a process tree until stopped and keeps the maximum."""
+    """Polls the RSS of a process tree until stopped; keeps the largest total and its breakdown."""
 
     def __init__(self, root: int, interval_s: float = 0.1) -> None:
         super().__init__(daemon=True)
         self._root, self._interval = root, interval_s
         self._stop_event = threading.Event()
         self.peak = 0
+        self.peak_processes: list[tuple[str, int]] = []
 
     def run(self) -> None:
         while not self._stop_event.is_set():
-            self.peak = max(self.peak, tree_rss_bytes(self._root))
+            processes = tree_rss(self._root)
+            total = sum(rss for _, rss in processes)
+            if total > self.peak:
+                self.peak, self.peak_processes = total, processes
             self._stop_event.wait(self._interval)
 
     def stop(self) -> int:
@@ -170,25 +201,17 @@ def spark_settings(cores: int) -> dict[str, str]:
     }
 
 
-def _run_query(workdir: Path, cores: int, settings: dict[str, str]) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    from pyspark.sql import SparkSession
+def _timed_query(spark: Any, src: Path) -> tuple[float, float, list[dict[str, Any]]]:
+    """Run W1 over the parquet events in ``src/input``; return wall seconds, CPU seconds and batches."""
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
     from pyspark.sql.types import LongType, StructField, StructType
-
-    builder = SparkSession.builder.master(f"local[{cores}]").appName("w1-structured-streaming")
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    startup_s = time.perf_counter() - t0
 
     schema = StructType([StructField(c, LongType(), False) for c in ("key", "ts_ms", "v")])
     # Built-in expressions only, no Python UDF: this is how a Spark user writes the job, and it keeps
     # every record inside the JVM (the most favourable setting for the peer).
     windows = (
         spark.readStream.schema(schema)
-        .parquet(str(workdir / "input"))
+        .parquet(str(src / "input"))
         .withColumn("event_time", F.timestamp_millis("ts_ms"))
         .withWatermark("event_time", "0 seconds")
         .groupBy("key", F.window("event_time", "1 second"))
@@ -200,18 +223,17 @@ def _run_query(workdir: Path, cores: int, settings: dict[str, str]) -> dict[str,
             "sum_v",
         )
     )
-    cpu1, t1 = tree_cpu_seconds(os.getpid()), time.perf_counter()
+    cpu0, t0 = tree_cpu_seconds(os.getpid()), time.perf_counter()
     query = (
         windows.writeStream.format("parquet")
         .outputMode("append")
-        .option("path", str(workdir / "output"))
-        .option("checkpointLocation", str(workdir / "checkpoint"))
+        .option("path", str(src / "output"))
+        .option("checkpointLocation", str(src / "checkpoint"))
         .trigger(availableNow=True)
         .start()
     )
     query.awaitTermination()
-    query_s = time.perf_counter() - t1
-    query_cpu_s = tree_cpu_seconds(os.getpid()) - cpu1
+    wall_s, cpu_s = time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
     batches = [
         {
             "batchId": p["batchId"],
@@ -222,8 +244,24 @@ def _run_query(workdir: Path, cores: int, settings: dict[str, str]) -> dict[str,
         }
         for p in query.recentProgress
     ]
+    return wall_s, cpu_s, batches
+
+
+def _run_in_child(workdir: Path, cores: int, settings: dict[str, str], warmup: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(f"local[{cores}]").appName("w1-structured-streaming")
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    result: dict[str, Any] = {"startup_s": time.perf_counter() - t0}
+    if warmup:
+        result["warmup_s"] = _timed_query(spark, workdir / "warmup")[0]
+    result["query_s"], result["query_cpu_s"], result["batches"] = _timed_query(spark, workdir)
     spark.stop()
-    return {"startup_s": startup_s, "query_s": query_s, "query_cpu_s": query_cpu_s, "batches": batches}
+    return result
 
 
 # --- the parent side -----------------------------------------------------------------------------------
@@ -253,18 +291,26 @@ def _read_windows(output_dir: Path) -> dict[tuple[int, int], tuple[int, int]]:
 
 
 def run_w1_structured_streaming(
-    n: int, workdir: Path, cores: int = 2, conf: dict[str, str] | None = None
+    n: int,
+    workdir: Path,
+    cores: int = 2,
+    conf: dict[str, str] | None = None,
+    warmup: bool = False,
 ) -> dict[str, Any]:
     """Run W1 on Structured Streaming over ``n`` events and return its figures.
 
     Keys of the result: ``events_per_s`` (n / query wall time, start() to the end of awaitTermination),
     ``query_s``, ``query_cpu_s`` (CPU seconds of JVM + driver during the query: less sensitive than wall
     time to other load on the machine), ``startup_s`` (SparkSession start-up, not in the rate),
-    ``windows_emitted``,
-    ``windows_expected``, ``all_windows_emitted``, ``missing_windows`` (the window starts, in ms, of the
-    windows not emitted), ``wrong_windows`` (emitted with counts or sums that differ from the reference),
-    ``peak_rss_bytes`` (JVM + Python driver), ``spark_settings``, ``batches`` and a ``note``.
+    ``windows_emitted``, ``windows_expected``, ``all_windows_emitted``, ``missing_windows`` (the window
+    starts, in ms, of the windows not emitted), ``wrong_windows`` (emitted with counts or sums that differ
+    from the reference), ``peak_rss_bytes`` (JVM + Python driver) and ``peak_rss_by_process``,
+    ``spark_settings``, ``batches``,
+    ``note``, and with ``warmup`` also ``warmup_s``.
+
     ``conf`` overrides entries of ``spark_settings(cores)`` (for experiments; the defaults are the peer).
+    ``warmup`` first runs the same query over the first ``WARMUP_EVENTS`` events in the same session, so
+    the timed run finds the JVM's JIT and Spark's code generation warm, as a long-running job would.
     """
     if n <= 0:
         raise ValueError(f"n must be a positive number of events, got {n}")
@@ -272,13 +318,15 @@ def run_w1_structured_streaming(
         raise ValueError(f"cores must be a positive number of local Spark cores, got {cores}")
     settings = spark_settings(cores) | (conf or {})
     workdir = Path(workdir)
-    input_dir, output_dir, checkpoint_dir = (workdir / d for d in ("input", "output", "checkpoint"))
-    for d in (input_dir, output_dir, checkpoint_dir):
-        shutil.rmtree(d, ignore_errors=True)
-    write_w1_parquet(n, input_dir)
+    for d in ("input", "output", "checkpoint", "warmup"):
+        shutil.rmtree(workdir / d, ignore_errors=True)
+    write_w1_parquet(n, workdir / "input")
+    if warmup:
+        write_w1_parquet(min(n, WARMUP_EVENTS), workdir / "warmup" / "input")
 
+    job = {"workdir": str(workdir), "cores": cores, "settings": settings, "warmup": warmup}
     child = subprocess.Popen(
-        [sys.executable, __file__, "--child", str(workdir), str(cores), json.dumps(settings)],
+        [sys.executable, __file__, "--child", json.dumps(job)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -292,7 +340,7 @@ def run_w1_structured_streaming(
     figures = json.loads(stdout.strip().splitlines()[-1])
 
     expected = expected_windows(n)
-    emitted = _read_windows(output_dir)
+    emitted = _read_windows(workdir / "output")
     missing = sorted({w for (k, w) in expected if (k, w) not in emitted})
     wrong = sum(1 for slot, agg in emitted.items() if expected.get(slot) != agg)
     last_window = max(w for _, w in expected)
@@ -315,12 +363,14 @@ def run_w1_structured_streaming(
         "events_per_s": n / figures["query_s"],
         "query_cpu_s": figures["query_cpu_s"],
         "startup_s": figures["startup_s"],
+        **({"warmup_s": figures["warmup_s"]} if warmup else {}),
         "windows_emitted": len(emitted),
         "windows_expected": len(expected),
         "all_windows_emitted": complete,
         "missing_windows": missing,
         "wrong_windows": wrong,
         "peak_rss_bytes": peak,
+        "peak_rss_by_process": sampler.peak_processes,
         "spark_settings": settings,
         "batches": figures["batches"],
         "note": note,
@@ -329,23 +379,23 @@ def run_w1_structured_streaming(
 
 def _main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description="W1 on Spark Structured Streaming")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--child", metavar="JOB_JSON", help=argparse.SUPPRESS)
     parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="override a Spark setting"
     )
     parser.add_argument("--n", type=int, default=2_000_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sluice-bench-sss"))
+    parser.add_argument("--warmup", action="store_true", help="run a small untimed query first")
     args = parser.parse_args(argv)
     if args.child:
-        workdir, cores, settings = Path(args.child[0]), int(args.child[1]), json.loads(args.child[2])
-        result = _run_query(workdir, cores, settings)
-        print(json.dumps(result))
+        job = json.loads(args.child)
+        print(json.dumps(_run_in_child(Path(job["workdir"]), job["cores"], job["settings"], job["warmup"])))
         return
     if any("=" not in c for c in args.conf):
         parser.error("--conf takes KEY=VALUE, for example --conf spark.driver.memory=1g")
     conf = dict(c.split("=", 1) for c in args.conf)
-    result = run_w1_structured_streaming(args.n, args.workdir, args.cores, conf)
+    result = run_w1_structured_streaming(args.n, args.workdir, args.cores, conf, args.warmup)
     result["missing_windows"] = (
         f"{len(result['missing_windows'])} window start(s): {result['missing_windows']}"
     )
