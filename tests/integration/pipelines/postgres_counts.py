@@ -1,6 +1,6 @@
 """A bounded, rate-limited job writing its windowed counts exactly once into PostgreSQL.
 
-Args: dsn, table, count, rate, keys. Rows: (k, window_end, n, total) per key and 1 s window of i ms.
+Args: dsn, table, count, rate, keys. Rows: (k, win, n, total) per key and 1 s window of i ms.
 """
 
 import sluice
@@ -25,5 +25,5 @@ def build(env: sluice.StreamEnvironment) -> None:
         .key_by(lambda e: (e[0], e[1]))
         .window(TumblingEventTimeWindows.of_millis(1000))
         .reduce(lambda a, b: (a[0], a[1], a[2] + b[2], a[3] + b[3]), uid="count")
-        .sink_to(PostgresSink(env.args["dsn"], env.args["table"], ["k", "window", "n", "total"]), uid="pg")
+        .sink_to(PostgresSink(env.args["dsn"], env.args["table"], ["k", "win", "n", "total"]), uid="pg")
     )
