@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
 from testkit.checkpoints import PIPELINES
 from testkit.jobs import SluiceJob, run_job
 
