@@ -13,7 +13,7 @@ from typing import Any
 from sluice.engine.channels import OutputChannel
 from sluice.engine.events import Event, RecordBatch
 from sluice.graph.transformations import Partitioning, PartitionKind
-from sluice.state.keygroups import channel_table, stable_hash
+from sluice.state.keygroups import INT_HASH_FACTOR, MASK64, channel_table, stable_hash
 
 BATCH_SIZE = 1024
 
@@ -81,9 +81,30 @@ class RecordWriter:
             self._round_robin = (self._round_robin + 1) % len(buffers)
 
     def _emit_hashed(self, values: list[Any], timestamps: list[int] | None) -> None:
-        key_of, table, mp = self._key, self._table, self._max_parallelism
+        key_of, table, mp, hash_of = self._key, self._table, self._max_parallelism, stable_hash
+        factor, mask64 = INT_HASH_FACTOR, MASK64
         assert key_of is not None
-        targets = [table[stable_hash(key_of(v)) % mp] for v in values]
+        keys = [key_of(v) for v in values]
+        # The int case of stable_hash inlined: most keys are ints and this loop runs once per record.
+        targets = [
+            table[((((k * factor) & mask64) >> 32) if type(k) is int else hash_of(k)) % mp] for k in keys
+        ]
+        if len(self.buffers) == 2:
+            mask = [t == 0 for t in targets]
+            first = list(compress(values, mask))
+            inverse = [not m for m in mask]
+            second = list(compress(values, inverse))
+            if timestamps is None:
+                if first:
+                    self.buffers[0].add(first, None)
+                if second:
+                    self.buffers[1].add(second, None)
+            else:
+                if first:
+                    self.buffers[0].add(first, list(compress(timestamps, mask)))
+                if second:
+                    self.buffers[1].add(second, list(compress(timestamps, inverse)))
+            return
         for index, buffer in enumerate(self.buffers):
             mask = [t == index for t in targets]
             chosen = list(compress(values, mask))

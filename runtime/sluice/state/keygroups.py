@@ -15,8 +15,8 @@ import zlib
 from typing import Any
 
 DEFAULT_MAX_PARALLELISM = 128
-_MASK64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
+MASK64 = (1 << 64) - 1
+INT_HASH_FACTOR = 0x9E3779B97F4A7C15
 
 
 def stable_hash(key: Any) -> int:
@@ -27,7 +27,7 @@ def stable_hash(key: Any) -> int:
     """
     kind = type(key)
     if kind is int:
-        return ((key * _GOLDEN) & _MASK64) >> 32  # type: ignore[no-any-return]
+        return ((key * INT_HASH_FACTOR) & MASK64) >> 32  # type: ignore[no-any-return]
     if kind is str:
         return zlib.crc32(key.encode("utf-8"))
     if kind is tuple:

@@ -72,6 +72,24 @@ class WindowOperator(StreamOperator):
         key_of, reduce = self.key_selector, self.reduce_fn
         assert reduce is not None
         size, offset = self.assigner.size_ms, self.assigner.offset_ms
+        low, high = min(timestamps), max(timestamps)
+        end = low - (low - offset) % size + size
+        if high < end and end > self.watermark + 1:
+            # The whole batch falls into one window that is not late: fold it without per-record checks.
+            window = self.windows.get(end)
+            if window is None:
+                window = self._window(end)
+            get = window.get
+            for key, value in zip([key_of(v) for v in values], values, strict=True):
+                acc = get(key, _MISSING)
+                window[key] = value if acc is _MISSING else reduce(acc, value)
+            return
+        self._reduce_tumbling_mixed(values, timestamps)
+
+    def _reduce_tumbling_mixed(self, values: list[Any], timestamps: list[int]) -> None:
+        key_of, reduce = self.key_selector, self.reduce_fn
+        assert reduce is not None
+        size, offset = self.assigner.size_ms, self.assigner.offset_ms
         windows, late_after = self.windows, self.watermark + 1
         late = 0
         current_end: int | None = None
