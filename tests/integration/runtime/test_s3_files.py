@@ -1,0 +1,41 @@
+"""FileSource and FileSink on a real S3-protocol server, with checkpoints there too."""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import pytest
+
+from testkit.checkpoints import PIPELINES
+from testkit.jobs import run_job
+from testkit.outputs import assert_same_output, read_output
+from testkit.s3 import S3Server
+
+pytestmark = pytest.mark.s3
+
+
+def test_files_from_s3_to_s3_exactly_once(s3_server: S3Server, s3_bucket: str) -> None:
+    fs = s3_server.filesystem()
+    expected: collections.Counter[str] = collections.Counter()
+    for f in range(3):
+        lines = [f"file {f} line {i}" for i in range(2000 * (f + 1))]
+        fs.pipe(f"{s3_bucket.removeprefix('s3://')}/in/part-{f}.txt", ("\n".join(lines) + "\n").encode())
+        expected.update(json.dumps([line, len(line)]) for line in lines)
+    done = run_job(
+        PIPELINES / "copy_lines.py",
+        "--arg",
+        f"input={s3_bucket}/in/*.txt",
+        "--arg",
+        f"out={s3_bucket}/out",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"{s3_bucket}/chk",
+        "--checkpoint-interval",
+        "300ms",
+    )
+    assert done.returncode == 0, done.stderr
+    assert_same_output(read_output(f"{s3_bucket}/out"), expected)
+    names = [p.rsplit("/", 1)[-1] for p in fs.find(f"{s3_bucket.removeprefix('s3://')}/out")]
+    assert names and all(n.startswith("part-") for n in names), "only published part files are left"
