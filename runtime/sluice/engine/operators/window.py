@@ -156,9 +156,18 @@ class WindowOperator(StreamOperator):
         if not self.windows:
             return None
         mp = self.ctx.max_parallelism
+        group_of: dict[Any, int] = {}  # a key usually has entries in several windows: hash it once
         keyed: dict[int, dict[str, Any]] = {}
         for end, entries in self.windows.items():
             for key, acc in entries.items():
-                group = keyed.setdefault(key_group_for(key, mp), {"windows": {}})
-                group["windows"].setdefault(end, {})[key] = acc
+                group = group_of.get(key)
+                if group is None:
+                    group = group_of[key] = key_group_for(key, mp)
+                slot = keyed.get(group)
+                if slot is None:
+                    slot = keyed[group] = {"windows": {}}
+                by_end = slot["windows"].get(end)
+                if by_end is None:
+                    by_end = slot["windows"][end] = {}
+                by_end[key] = acc
         return OperatorSnapshot(keyed=keyed)
