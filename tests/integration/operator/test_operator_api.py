@@ -97,7 +97,7 @@ def test_a_streamjob_gets_its_coordinator_objects(
     kube_env.kubectl("apply", "-f", "-", input=_job("counts"), namespace=kube_namespace)
     job = kube_env.wait_for(
         "streamjob counts",
-        lambda o: o.get("status", {}).get("job", {}).get("id"),
+        lambda o: o.get("status", {}).get("job", {}).get("id") and o["metadata"].get("finalizers"),
         namespace=kube_namespace,
         timeout=60,
     )
