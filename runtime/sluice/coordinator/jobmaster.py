@@ -158,14 +158,17 @@ class JobMaster:
         self._events = asyncio.Queue()
         self.subtasks = {(v.id, s): "DEPLOYING" for v in self.graph.vertices for s in range(v.parallelism)}
         self.placement = placement(self.graph, self.config.taskmanagers)
-        self.checkpoints = CheckpointCoordinator(
-            self.graph,
-            self.storage,
-            self.config.checkpoints,
-            self._send,
-            self.is_finished,
-            self._next_checkpoint_id,
-        )
+        if self.checkpoints is None:
+            # One coordinator for the whole job: its history and counts span restarts, as users expect.
+            self.checkpoints = CheckpointCoordinator(
+                self.graph,
+                self.storage,
+                self.config.checkpoints,
+                self._send,
+                self.is_finished,
+                self._next_checkpoint_id,
+            )
+        self.checkpoints.next_id = max(self.checkpoints.next_id, self._next_checkpoint_id)
         self._control.expect(self.config.taskmanagers, self.attempt)
         await self.host.start(self.config.taskmanagers, self._control.address, self.attempt)
         lost = asyncio.ensure_future(self.host.wait_lost())
