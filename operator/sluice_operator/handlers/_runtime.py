@@ -14,6 +14,7 @@ class Runtime:
     config: OperatorConfig = field(default_factory=OperatorConfig.from_env)
     deps: Deps | None = None
     locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+    closing: bool = False  # set at shut-down: daemons still alive then must not start new work
 
     def lock(self, namespace: str, name: str) -> asyncio.Lock:
         # One reconcile per StreamJob at a time, whatever woke it (watch event, daemon, pod, Savepoint).

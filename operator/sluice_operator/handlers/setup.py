@@ -37,7 +37,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 @kopf.on.cleanup()
 async def close(**_: Any) -> None:
+    RUNTIME.closing = True
     if RUNTIME.deps is not None:
         await RUNTIME.deps.http.close()
         await RUNTIME.deps.kube.api.close()
-        RUNTIME.deps = None

@@ -59,6 +59,8 @@ def post(events: list[Event], namespace: str, job: str, uid: str | None = None) 
 
 async def reconcile(namespace: str, name: str) -> float | None:
     """Reconcile one StreamJob now; returns when to come back (None: the regular interval)."""
+    if RUNTIME.closing:
+        return None
     deps = RUNTIME.require()
     async with RUNTIME.lock(namespace, name):
         started = time.monotonic()
@@ -95,7 +97,7 @@ async def on_streamjob_event(
 async def watch_streamjob(*, namespace: str | None, name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """The level-based loop: the coordinator and storage change without Kubernetes events, so poll them."""
     ns = namespaced(namespace)
-    while not stopped:
+    while not stopped and not RUNTIME.closing:
         wait = await reconcile(ns, name)
         await stopped.wait(wait if wait is not None else RUNTIME.config.reconcile_interval_s)
 
