@@ -13,6 +13,7 @@ from typing import Any
 from sluice_operator import manifests as m
 from sluice_operator.models import JobState, LifecycleState, SavepointKind, StreamJobSpec, UpgradeMode
 
+from ._crash import crashed
 from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
 from .conditions import job_conditions
 from .context import JobContext
@@ -80,7 +81,8 @@ def _lifecycle(
     if obs.result is not None:
         return _ended(ctx, obs, plan)
     if pod is not None and pod.exited:
-        return _crashed(ctx, obs, plan)
+        at_rest = None if ctx.spec.state is JobState.RUNNING else _AT_REST[ctx.spec.state]
+        return crashed(ctx, obs, plan, at_rest)
     if pod is not None:
         return _active(ctx, obs, plan, outlook)
     return _idle(ctx, obs, plan)
@@ -166,18 +168,6 @@ def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, 
         return LifecycleState.SUSPENDED, None
     reason = f"job {result.job_id} ended {result.state}: {result.error or 'no error reported'}"
     return LifecycleState.FAILED, reason + "; change the spec (or restartNonce) to run it again"
-
-
-def _crashed(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:
-    pod = obs.pod
-    assert pod is not None
-    why = f"coordinator pod {pod.name} exited ({pod.reason or pod.phase}) without a job result"
-    plan.events.append(Event("Warning", "CoordinatorLost", why))
-    plan.actions.append(DeletePods((pod.name,), why))
-    plan.soon(1.0)
-    if ctx.spec.state is JobState.RUNNING:
-        return LifecycleState.DEPLOYING, why + "; restarting from the latest checkpoint"
-    return _AT_REST[ctx.spec.state], None
 
 
 def _idle(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:

@@ -9,9 +9,11 @@ import aiohttp
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Obj
+from sluice_operator.manifests.coordinator_args import COORDINATOR_CONTAINER
 from sluice_operator.models import SavepointStatus, StreamJobSpec, StreamJobStatus
 from sluice_operator.models import constants as c
 
+from ._time import millis
 from .observed import CoordinatorView, Observed, PodView, SavepointView
 from .rest import Coordinator, CoordinatorError
 from .storage import Storage
@@ -29,10 +31,13 @@ def pod_view(pod: Obj) -> PodView:
     status = pod.get("status") or {}
     annotations = meta.get("annotations") or {}
     reason = status.get("reason")
+    exit_code, finished = None, None
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated")
-        if terminated:
-            reason = terminated.get("reason") or f"exit code {terminated.get('exitCode')}"
+        if terminated and container.get("name") == COORDINATOR_CONTAINER:
+            exit_code = terminated.get("exitCode")
+            finished = millis(terminated.get("finishedAt"))
+            reason = f"{terminated.get('reason') or 'exited'}, exit code {exit_code}"
     return PodView(
         name=str(meta.get("name")),
         phase=str(status.get("phase") or "Pending"),
@@ -42,6 +47,8 @@ def pod_view(pod: Obj) -> PodView:
         restored_from=annotations.get(c.ANNOTATION_RESTORED_FROM),
         terminating=meta.get("deletionTimestamp") is not None,
         reason=reason,
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+        finished_ms=finished,
     )
 
 

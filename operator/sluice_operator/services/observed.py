@@ -20,6 +20,8 @@ class PodView:
     restored_from: str | None
     terminating: bool = False
     reason: str | None = None  # why the container ended, e.g. OOMKilled, Error; or the pod's reason
+    exit_code: int | None = None
+    finished_ms: int | None = None  # when the coordinator container ended
 
     @property
     def exited(self) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from sluice_operator.services.decide import decide
 from sluice_operator.services.observed import Observed
 from sluice_operator.services.plan import (
@@ -19,6 +21,7 @@ from sluice_operator.services.plan import (
 from ._fixtures import spec
 from ._situations import (
     NEW_ID,
+    NOW,
     OLD_ID,
     coordinator,
     ctx,
@@ -395,3 +398,27 @@ def test_conditions_keep_their_transition_time_while_unchanged() -> None:
     }
     again = decide(ctx(job, status), Observed(pod=pod(job), coordinator=coordinator()))
     assert {c["lastTransitionTime"] for c in again.status["conditions"]} == {"2020-01-01T00:00:00Z"}
+
+
+def test_a_usage_error_fails_the_job_until_the_spec_changes() -> None:
+    job = spec()
+    exited = pod(job, "Failed", reason="Error, exit code 2", exit_code=2, finished_ms=NOW - 60_000)
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=exited))
+    assert plan.actions == []
+    assert plan.status["lifecycleState"] == "Failed"
+    assert "kubectl logs counts-coordinator" in plan.status["error"]
+    fixed = spec(pipeline={"file": "examples/other.py"})
+    plan = decide(ctx(fixed, deployed_status(job, "Failed")), Observed(pod=exited))
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)
+    assert plan.status["lifecycleState"] == "Upgrading"
+
+
+def test_a_crash_loop_restarts_at_most_every_ten_seconds() -> None:
+    job = spec()
+    recent = pod(job, "Failed", reason="Error, exit code 137", exit_code=137, finished_ms=NOW - 3_000)
+    plan = decide(ctx(job, deployed_status(job)), Observed(pod=recent))
+    assert plan.actions == []
+    assert plan.requeue_s == pytest.approx(7.0)
+    older = pod(job, "Failed", reason="Error, exit code 137", exit_code=137, finished_ms=NOW - 11_000)
+    plan = decide(ctx(job, deployed_status(job, "Deploying")), Observed(pod=older))
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)

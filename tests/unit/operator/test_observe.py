@@ -21,11 +21,27 @@ def test_pod_view_reads_annotations_and_exit_reason() -> None:
         "status": {
             "phase": "Failed",
             "podIP": "10.0.0.1",
-            "containerStatuses": [{"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}],
+            "containerStatuses": [
+                {
+                    "name": "coordinator",
+                    "state": {
+                        "terminated": {
+                            "reason": "OOMKilled",
+                            "exitCode": 137,
+                            "finishedAt": "2024-01-01T00:00:10Z",
+                        }
+                    },
+                }
+            ],
         },
     }
     view = pod_view(pod)
-    assert (view.job_id, view.spec_hash, view.ip, view.reason) == ("abc", "h", "10.0.0.1", "OOMKilled")
+    assert (view.job_id, view.spec_hash, view.ip) == ("abc", "h", "10.0.0.1")
+    assert (view.reason, view.exit_code, view.finished_ms) == (
+        "OOMKilled, exit code 137",
+        137,
+        1_704_067_210_000,
+    )
     assert view.exited and view.terminating
 
 
