@@ -45,8 +45,10 @@ fi
 cache_root=${SLUICE_K8S_CACHE:-$repo/.cache/k8s}
 version_dir=$cache_root/$k8s_version
 bin_dir=$version_dir/bin
+helm_version=$(pinned_version "$helm_mod_dir/go.mod" helm.sh/helm/v4)
+# The pins and this recipe (flags included) decide whether cached binaries are still valid.
 pins_hash=$(cat "$mod_dir/go.mod" "$mod_dir/go.sum" "$helm_mod_dir/go.mod" "$helm_mod_dir/go.sum" \
-    | sha256sum | cut -c1-16)
+    "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
 
 have_all() { # <dir>
     local b
@@ -67,19 +69,30 @@ build_pinned() {
     fi
     local staging
     staging=$(mktemp -d "$version_dir/.bin.XXXXXX")
-    # Static, path-independent binaries, as the upstream release builds them.
-    export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
+    # Static, path-independent, stripped binaries, as the upstream release builds them.
+    export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
+    # Without the version stamp the binaries call themselves v0.0.0-master, which breaks clients
+    # that check the server version (helm's kubeVersion constraints, kubectl's skew warning).
+    local minor=${k8s_version#v1.}
+    minor=${minor%%.*}
+    local k8s_ldflags="-s -w" pkg
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+        k8s_ldflags+=" -X $pkg.gitTreeState=clean"
+    done
     local start=$SECONDS
     log "building Kubernetes $k8s_version binaries into $bin_dir (first run only; ~30-60 min on 2 cores)"
     (
         cd "$mod_dir"
-        go build -o "$staging/" k8s.io/kubernetes/cmd/kubectl
+        go build -ldflags "$k8s_ldflags" -o "$staging/" k8s.io/kubernetes/cmd/kubectl
         # etcd's main package is the module root go.etcd.io/etcd/server/v3, which go would name "server".
-        go build -o "$staging/etcd" go.etcd.io/etcd/server/v3
-        go build -o "$staging/" k8s.io/kubernetes/cmd/kube-controller-manager
-        go build -o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver
+        go build -ldflags "-s -w" -o "$staging/etcd" go.etcd.io/etcd/server/v3
+        go build -ldflags "$k8s_ldflags" -o "$staging/" k8s.io/kubernetes/cmd/kube-controller-manager
+        go build -ldflags "$k8s_ldflags" -o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver
     )
-    (cd "$helm_mod_dir" && go build -o "$staging/helm" helm.sh/helm/v4/cmd/helm)
+    (cd "$helm_mod_dir" &&
+        go build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version" \
+            -o "$staging/helm" helm.sh/helm/v4/cmd/helm)
     chmod 755 "$staging"
     rm -rf "$bin_dir"
     mv "$staging" "$bin_dir"

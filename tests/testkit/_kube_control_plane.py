@@ -96,6 +96,9 @@ class ControlPlane:
                 f"--etcd-servers={etcd_url}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
+                # The reconciler would publish the advertise address as the `kubernetes` Service's
+                # endpoint and refuses a loopback one; nothing routes Service traffic here anyway.
+                "--endpoint-reconciler-type=none",
                 f"--secure-port={api_port}",
                 f"--cert-dir={self.workdir / 'apiserver-certs'}",
                 f"--tls-cert-file={pki.server_cert}",
@@ -169,8 +172,9 @@ class ControlPlane:
         return result.returncode == 0
 
     def stop(self) -> None:
+        # The session's data is thrown away, so a slow graceful shutdown buys nothing.
         for process in reversed(self.processes):
-            process.stop()
+            process.stop(timeout=5)
         self.processes.clear()
 
 

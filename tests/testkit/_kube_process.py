@@ -21,8 +21,8 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _die_with_parent(parent: int) -> None:
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+def _die_with_parent(parent: int, signum: int) -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
@@ -35,7 +35,13 @@ class ManagedProcess:
         log_path: Path,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        death_signal: int = signal.SIGKILL,
     ) -> None:
+        """Start `argv`; if the test session dies without stopping it, it gets `death_signal`.
+
+        SIGKILL suits servers whose state is thrown away (a graceful kube-apiserver shutdown can
+        hang once etcd is gone); SIGTERM suits processes that must clean up after themselves.
+        """
         self.name = name
         self.log_path = log_path
         parent = os.getpid()
@@ -50,7 +56,7 @@ class ManagedProcess:
                 start_new_session=True,
                 # Runs between fork and exec; it only calls prctl through an already loaded libc,
                 # so the usual risk of preexec_fn in a threaded parent (a held lock) does not arise.
-                preexec_fn=lambda: _die_with_parent(parent),  # noqa: PLW1509
+                preexec_fn=lambda: _die_with_parent(parent, death_signal),  # noqa: PLW1509
             )
         atexit.register(self.stop)
 
@@ -65,7 +71,7 @@ class ManagedProcess:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after `timeout`; safe to call more than once."""
         atexit.unregister(self.stop)
         if self.popen.poll() is not None:

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -122,13 +123,14 @@ def test_restart_policy_on_failure_stops_after_success(
     kube_env: KubeEnv, kube_namespace: str, kubelet: ProcessKubelet
 ) -> None:
     # The emptyDir outlives the first run, as it does across container restarts in a real pod.
-    script = "if [ -e /scratch/tried ]; then echo second; else touch /scratch/tried; exit 7; fi"
+    scratch = f"/scratch-{uuid.uuid4().hex[:8]}"
+    script = f"if [ -e {scratch}/tried ]; then echo second; else touch {scratch}/tried; exit 7; fi"
     pod = _pod(
         "retries",
         script,
         restart_policy="OnFailure",
         volumes=[{"name": "scratch", "emptyDir": {}}],
-        container={"volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]},
+        container={"volumeMounts": [{"name": "scratch", "mountPath": scratch}]},
     )
     _create(kube_env, kube_namespace, pod)
 
@@ -138,12 +140,15 @@ def test_restart_policy_on_failure_stops_after_success(
     status = _main_status(done)
     assert status["restartCount"] == 1
     assert status["lastState"]["terminated"]["exitCode"] == 7
-    assert not os.path.exists("/scratch/tried"), "the mount must stay private to the pod"
+    assert not os.path.exists(f"{scratch}/tried"), "the mount must stay private to the pod"
+    kube_env.kubectl("delete", "pod", "retries", namespace=kube_namespace)
+    assert not os.path.exists(scratch), "the mount point the kubelet created must go with the pod"
 
 
 def test_configmap_volume_downward_api_and_secret_env(
     kube_env: KubeEnv, kube_namespace: str, kubelet: ProcessKubelet
 ) -> None:
+    config_dir = f"/etc/kubelet-test-{uuid.uuid4().hex[:8]}"
     kube_env.kubectl(
         "create", "configmap", "settings", "--from-literal=greeting.txt=hi there", namespace=kube_namespace
     )
@@ -156,17 +161,17 @@ def test_configmap_volume_downward_api_and_secret_env(
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
-        {"name": "GREETING_FILE", "value": "/etc/demo/greeting.txt"},
+        {"name": "GREETING_FILE", "value": f"{config_dir}/greeting.txt"},
     ]
     script = (
         'cat $GREETING_FILE; echo; echo "$POD_NAME $POD_NAMESPACE $POD_IP $NODE $PASSWORD"; '
-        "getent hosts $(hostname) | cut -f1 -d' '; test ! -w /etc/demo/greeting.txt && echo read-only"
+        "getent hosts $(hostname) | cut -f1 -d' '; test ! -w $GREETING_FILE && echo read-only"
     )
     pod = _pod(
         "reads-config",
         script,
         volumes=[{"name": "cfg", "configMap": {"name": "settings"}}],
-        container={"env": env, "volumeMounts": [{"name": "cfg", "mountPath": "/etc/demo"}]},
+        container={"env": env, "volumeMounts": [{"name": "cfg", "mountPath": config_dir}]},
     )
     _create(kube_env, kube_namespace, pod)
 
@@ -180,7 +185,9 @@ def test_configmap_volume_downward_api_and_secret_env(
         "read-only",
     ]
     assert done["status"]["phase"] == "Succeeded"
-    assert not os.path.exists("/etc/demo/greeting.txt")
+    assert not os.path.exists(f"{config_dir}/greeting.txt"), "only the pod's mount namespace has the file"
+    kube_env.kubectl("delete", "pod", "reads-config", namespace=kube_namespace)
+    assert not os.path.exists(config_dir), "the mount point the kubelet created must go with the pod"
 
 
 def test_image_entrypoint_gets_args_with_variable_expansion(

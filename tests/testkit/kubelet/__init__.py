@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
 import time
 import uuid
@@ -76,6 +77,8 @@ class ProcessKubelet:
             ],
             state_dir / "kubelet.log",
             env=env,
+            # It must end its pods' process groups, which a SIGKILL would leave running.
+            death_signal=signal.SIGTERM,
         )
         kubelet = cls(node_name, state_dir, pod_cidr, process)
         deadline = time.monotonic() + timeout

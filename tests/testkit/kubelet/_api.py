@@ -1,20 +1,21 @@
 """A small JSON client for the Kubernetes API, as much as the process kubelet needs.
 
-The kubeconfig is read by kubernetes_asyncio (it knows every credential form a kubeconfig can hold);
-the requests themselves go through aiohttp with plain dicts, because the kubelet patches status
-subresources and follows watches, where the generated typed client gets in the way.
+Plain dicts over aiohttp: the kubelet patches status subresources and follows watches, where a
+generated typed client gets in the way (and importing kubernetes_asyncio alone takes seconds).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
+import tempfile
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
+import yaml
 
 JsonDict = dict[str, Any]
 _MAX_EVENT_BYTES = 64 * 1024 * 1024
@@ -30,6 +31,50 @@ class ApiError(Exception):
         self.status = status
 
 
+def _read_kubeconfig(path: Path) -> tuple[str, ssl.SSLContext, dict[str, str]]:
+    """Server, TLS context and auth headers of the current context: certificates, keys and tokens,
+    as files or inline data. Exec and auth-provider plugins are not supported."""
+    config = yaml.safe_load(path.read_text())
+    base = path.parent
+
+    def named(kind: str, name: str) -> dict[str, Any]:
+        for item in config.get(kind) or []:
+            if item["name"] == name:
+                return dict(item[kind[:-1]])
+        raise ValueError(f"kubeconfig {path}: no {kind[:-1]} named {name!r}")
+
+    current = named("contexts", config["current-context"])
+    cluster, user = named("clusters", current["cluster"]), named("users", current["user"])
+    if "exec" in user or "auth-provider" in user:
+        raise ValueError(f"kubeconfig {path}: credential plugins are not supported by the process kubelet")
+
+    def pem(data_key: str, file_key: str, entry: dict[str, Any]) -> bytes | None:
+        if data_key in entry:
+            return base64.b64decode(entry[data_key])
+        if file_key in entry:
+            return Path(base, entry[file_key]).read_bytes()
+        return None
+
+    ca = pem("certificate-authority-data", "certificate-authority", cluster)
+    context = ssl.create_default_context(cadata=ca.decode() if ca else None)
+    if cluster.get("insecure-skip-tls-verify"):
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    cert = pem("client-certificate-data", "client-certificate", user)
+    key = pem("client-key-data", "client-key", user)
+    if cert and key:
+        # load_cert_chain reads files only; the copies live just long enough to be read.
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "tls.crt").write_bytes(cert)
+            (Path(tmp) / "tls.key").write_bytes(key)
+            context.load_cert_chain(Path(tmp) / "tls.crt", Path(tmp) / "tls.key")
+    headers = {"Accept": "application/json"}
+    token = user.get("token") or (user.get("tokenFile") and (base / user["tokenFile"]).read_text().strip())
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return str(cluster["server"]), context, headers
+
+
 class KubeApi:
     def __init__(self, session: aiohttp.ClientSession, server: str, headers: Mapping[str, str]) -> None:
         self._session = session
@@ -38,20 +83,10 @@ class KubeApi:
 
     @classmethod
     async def from_kubeconfig(cls, path: str) -> KubeApi:
-        cfg = Configuration()
-        await kube_config.load_kube_config(config_file=path, client_configuration=cfg)
-        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-        if not cfg.verify_ssl:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if cfg.cert_file:
-            context.load_cert_chain(cfg.cert_file, cfg.key_file)
-        headers = {"Accept": "application/json"}
-        if "BearerToken" in cfg.api_key:
-            headers["Authorization"] = await cfg.get_api_key_with_prefix("BearerToken")
+        server, context, headers = _read_kubeconfig(Path(path))
         # No total timeout: watches stay open for minutes; each request below sets its own.
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
-        return cls(session, str(cfg.host), headers)
+        return cls(session, server, headers)
 
     async def close(self) -> None:
         await self._session.close()

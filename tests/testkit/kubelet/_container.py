@@ -83,21 +83,35 @@ class ContainerProcess:
         return f"process://{self.pid}"
 
     async def start(self) -> None:
+        """Start the process; returns once the container command runs (or the start failed)."""
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        # The write end closes when _enter.py execs the command (close-on-exec) or dies: EOF on the
+        # read end means "started", so no signal can reach the launcher instead of the container.
+        exec_read, exec_write = os.pipe()
         spec_path = self._log_path.with_suffix(".spec.json")
-        spec_path.write_text(json.dumps(self._spec, indent=1))
-        with self._log_path.open("ab") as log:
-            self._process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                "-S",
-                str(_ENTER),
-                str(spec_path),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
+        spec_path.write_text(json.dumps({**self._spec, "exec_fd": exec_write}, indent=1))
+        write_open = True
+        try:
+            with self._log_path.open("ab") as log:
+                self._process = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    str(_ENTER),
+                    str(spec_path),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=(exec_write,),
+                )
+            os.close(exec_write)
+            write_open = False
+            await asyncio.get_running_loop().run_in_executor(None, os.read, exec_read, 1)
+        finally:
+            os.close(exec_read)
+            if write_open:
+                os.close(exec_write)
         self.started_at = now()
 
     async def wait(self) -> Exit:

@@ -43,19 +43,8 @@ def _mount(source: str | None, target: str, flags: int) -> None:
     )
 
 
-def _ensure_target(source: str, target: str) -> None:
-    # Mount points must exist. Missing ones are created on the host (empty directories or files):
-    # the one trace a container leaves outside its own state directory.
-    if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
-    elif not os.path.exists(target):
-        os.makedirs(os.path.dirname(target) or "/", exist_ok=True)
-        with open(target, "a"):
-            pass
-
-
 def _bind(source: str, target: str, read_only: bool) -> None:
-    _ensure_target(source, target)
+    # The kubelet has created missing mount points on the host (see _mountpoints.py).
     _mount(source, target, _MS_BIND | _MS_REC)
     if read_only:
         _mount(None, target, _MS_BIND | _MS_REMOUNT | _MS_RDONLY)
@@ -77,6 +66,8 @@ def main(spec_path: str) -> None:
     socket.sethostname(spec["hostname"])
 
     os.chdir(spec["cwd"])
+    # Closed by a successful exec: the kubelet takes that as the moment the container started.
+    os.set_inheritable(spec["exec_fd"], False)
     argv = spec["argv"]
     os.execvpe(argv[0], argv, spec["env"])
 

@@ -16,6 +16,7 @@ import aiohttp
 from ._api import ApiError, KubeApi
 from ._images import ImageSpec
 from ._ips import IpPool
+from ._mountpoints import MountPoints
 from ._node import Node
 from ._pod import PodWorker, Runtime
 
@@ -77,6 +78,7 @@ class Kubelet:
             backoff_base=backoff[0],
             backoff_max=backoff[1],
             log=log,
+            mount_points=MountPoints(log),
         )
         self._workers: dict[str, PodWorker] = {}
         self._unschedulable_reported: set[str] = set()

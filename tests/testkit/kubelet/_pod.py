@@ -18,6 +18,7 @@ from ._container import ContainerProcess, Exit, now
 from ._env import ConfigError, container_env, expand
 from ._images import ImageError, ImageSpec, container_argv, resolve_image
 from ._ips import IpPool
+from ._mountpoints import MountPoints
 from ._status import Conditions, ContainerRecord, build_status
 from ._volumes import Mount, container_mounts, prepare_volumes
 
@@ -42,6 +43,7 @@ class Runtime:
     backoff_base: float
     backoff_max: float
     log: logging.Logger
+    mount_points: MountPoints
 
 
 class _Objects:
@@ -129,6 +131,7 @@ class PodWorker:
         self._gone = True
         self.task.cancel()
         await asyncio.gather(*(process.stop(2) for process, _ in self._running.values()))
+        self._rt.mount_points.release(self.uid)
 
     # ---- the pod's life ----------------------------------------------------------------------------
 
@@ -273,7 +276,7 @@ class PodWorker:
         if hostname is not None:
             mounts.append(Mount(str(self._dir / "hosts"), "/etc/hosts", read_only=False))
         cwd = container.get("workingDir") or image.workdir or "/"
-        Path(cwd).mkdir(parents=True, exist_ok=True)  # as Docker creates a missing WORKDIR
+        self._rt.mount_points.acquire(self.uid, mounts, cwd)
         log_path = self._dir / "logs" / record.name / f"{record.restart_count}.log"
         process = ContainerProcess(argv, env, cwd=cwd, hostname=hostname, mounts=mounts, log_path=log_path)
         await process.start()
@@ -320,6 +323,7 @@ class PodWorker:
             records[name].state = {"terminated": (await exit_future).terminated(process.container_id)}
             records[name].done = True
         self._running.clear()
+        self._rt.mount_points.release(self.uid)
         if self._volumes:
             shutil.rmtree(self._dir / "volumes", ignore_errors=True)
         if self._gone:
