@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.checkpoint.plan import CheckpointPlan, SubtaskId, plan_checkpoint
+from sluice.checkpoint.plan import CheckpointPlan, FinishedSubtasks, SubtaskId, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage, discard, write_metadata
 from sluice.graph.jobgraph import JobGraph
 
@@ -30,6 +30,38 @@ class CheckpointConfig:
     after_tasks_finish: bool = True
 
 
+class Waiting:
+    """The subtasks a pending checkpoint still waits for, without a set entry per subtask."""
+
+    def __init__(self, plan: CheckpointPlan) -> None:
+        self._plan = plan
+        self._acked: dict[int, set[int]] = {}
+        self.remaining = plan.wait_count
+
+    def __contains__(self, subtask: SubtaskId) -> bool:
+        vertex, index = subtask
+        return self._plan.waits_for(vertex, index) and index not in self._acked.get(vertex, ())
+
+    def acknowledge(self, subtask: SubtaskId) -> None:
+        if subtask in self:
+            self._acked.setdefault(subtask[0], set()).add(subtask[1])
+            self.remaining -= 1
+
+    def __bool__(self) -> bool:
+        return self.remaining > 0
+
+    def __len__(self) -> int:
+        return self.remaining
+
+    def sample(self, limit: int) -> list[SubtaskId]:
+        found: list[SubtaskId] = []
+        for vertex, indices in self._plan.wait.items():
+            for index in indices:
+                if (vertex, index) in self and len(found) < limit:
+                    found.append((vertex, index))
+        return sorted(found)
+
+
 @dataclass
 class PendingCheckpoint:
     checkpoint_id: int
@@ -38,7 +70,7 @@ class PendingCheckpoint:
     trigger_ms: int
     stop_mode: str | None
     plan: CheckpointPlan
-    waiting: set[SubtaskId]
+    waiting: Waiting
     acks: dict[SubtaskId, dict[str, Any]] = field(default_factory=dict)
     done: asyncio.Future[dict[str, Any]] | None = None
 
@@ -82,14 +114,14 @@ class CheckpointCoordinator:
         storage: CheckpointStorage,
         config: CheckpointConfig,
         send: Callable[[dict[str, Any], list[SubtaskId] | None], None],
-        is_finished: Callable[[int, int], bool],
+        finished: Callable[[], FinishedSubtasks],
         next_id: int = 1,
     ) -> None:
         self.graph = graph
         self.storage = storage
         self.config = config
         self.send = send
-        self.is_finished = is_finished
+        self.finished = finished
         self.next_id = next_id
         self.pending: dict[int, PendingCheckpoint] = {}
         self.history: list[CheckpointRecord] = []
@@ -103,7 +135,7 @@ class CheckpointCoordinator:
     def trigger(
         self, kind: str = "checkpoint", target_dir: str | None = None, stop_mode: str | None = None
     ) -> PendingCheckpoint:
-        plan = plan_checkpoint(self.graph, self.is_finished)
+        plan = plan_checkpoint(self.graph, self.finished())
         cid = self.next_id
         self.next_id += 1
         now_ms = time.time_ns() // 1_000_000
@@ -112,12 +144,12 @@ class CheckpointCoordinator:
             location = self.storage.savepoint_location(target_dir, cid)
         else:
             location = self.storage.checkpoint_location(cid)
-        pending = PendingCheckpoint(cid, kind, location, now_ms, stop_mode, plan, set(plan.to_wait_for))
+        pending = PendingCheckpoint(cid, kind, location, now_ms, stop_mode, plan, Waiting(plan))
         pending.done = asyncio.get_running_loop().create_future()
         reason = None
-        if plan.finished and not self.config.after_tasks_finish:
+        if plan.any_finished and not self.config.after_tasks_finish:
             reason = "some tasks have finished and checkpoints-after-tasks-finish is off"
-        elif not plan.to_wait_for:
+        elif not plan.wait:
             reason = "no task is running"
         if reason is not None:
             self._record_failure(pending, f"declined: {reason}")
@@ -142,7 +174,7 @@ class CheckpointCoordinator:
             return
         subtask = (message["vertex"], message["subtask"])
         pending.acks[subtask] = message
-        pending.waiting.discard(subtask)
+        pending.waiting.acknowledge(subtask)
         if not pending.waiting:
             asyncio.get_running_loop().create_task(self._finalize(pending))
 
@@ -161,7 +193,7 @@ class CheckpointCoordinator:
         now_ms = time.time_ns() // 1_000_000
         for pending in list(self.pending.values()):
             if now_ms - pending.trigger_ms > self.config.timeout_s * 1000:
-                waiting = ", ".join(self._name(t) for t in sorted(pending.waiting)[:5])
+                waiting = ", ".join(self._name(t) for t in pending.waiting.sample(5))
                 self.fail(pending, f"timed out after {self.config.timeout_s:g}s waiting for {waiting}")
 
     def abort_all(self, reason: str) -> None:
@@ -194,14 +226,14 @@ class CheckpointCoordinator:
     # -- finalizing ---------------------------------------------------------------------------------
 
     def build_metadata(self, pending: PendingCheckpoint) -> dict[str, Any]:
-        finished_at_plan = set(pending.plan.finished)
+        done_at_plan = pending.plan.done
         operators = []
         for vertex in self.graph.vertices:
             for position, spec in enumerate(vertex.operators):
                 handles, finished, union, commits = [], [], False, []
                 for s in range(vertex.parallelism):
                     ack = pending.acks.get((vertex.id, s))
-                    if (vertex.id, s) in finished_at_plan or ack is None:
+                    if ack is None or s in done_at_plan.get(vertex.id, ()):
                         finished.append(s)
                         continue
                     op = ack["operators"][position]
@@ -273,7 +305,7 @@ class CheckpointCoordinator:
             now_ms,
             pending.location,
             fully_finished=fully,
-            finished_subtasks=len(pending.plan.finished),
+            finished_subtasks=sum(len(d) for d in pending.plan.done.values()),
         )
         self.history.append(record)
         self.counts["completed"] += 1

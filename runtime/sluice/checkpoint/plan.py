@@ -4,55 +4,94 @@ A running subtask is triggered directly when none of its predecessors is running
 of the job's current "sources"); every running subtask must acknowledge. Finished subtasks are recorded.
 
 The plan is O(n) in the number of subtasks (FLIP-147, appendix): over an ALL_TO_ALL edge a subtask has
-every upstream subtask as a predecessor, so one "is any upstream subtask running?" per edge answers for
-all its downstream subtasks; over a POINTWISE edge the only predecessor is the same-index subtask.
+every upstream subtask as a predecessor, so "is any upstream subtask running?" is answered once per edge
+(from the count of finished subtasks, in O(1)) for all its downstream subtasks; over a POINTWISE edge
+the only predecessor is the subtask with the same index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from sluice.graph.jobgraph import POINTWISE, JobGraph
 
 SubtaskId = tuple[int, int]
+FinishedSubtasks = Mapping[int, Collection[int]]
+"""Vertex id -> indices of its finished subtasks (vertices with none may be absent)."""
 
 
 @dataclass(frozen=True)
 class CheckpointPlan:
-    to_trigger: list[SubtaskId]
-    to_wait_for: list[SubtaskId]
-    finished: list[SubtaskId]
+    """Per vertex: the subtasks to trigger, to wait for, and already finished.
+
+    A vertex none of whose subtasks finished is described by a `range`, so the plan costs O(vertices +
+    finished subtasks) to build; the flat lists below are materialized only when asked for.
+    """
+
+    trigger: dict[int, Collection[int]]
+    wait: dict[int, Collection[int]]
+    done: dict[int, Collection[int]]
+
+    @property
+    def to_trigger(self) -> list[SubtaskId]:
+        return [(v, s) for v, indices in self.trigger.items() for s in indices]
+
+    @property
+    def to_wait_for(self) -> list[SubtaskId]:
+        return [(v, s) for v, indices in self.wait.items() for s in indices]
+
+    @property
+    def finished(self) -> list[SubtaskId]:
+        return [(v, s) for v, indices in self.done.items() for s in indices]
+
+    def waits_for(self, vertex: int, subtask: int) -> bool:
+        return subtask in self.wait.get(vertex, ())
+
+    @property
+    def wait_count(self) -> int:
+        return sum(len(indices) for indices in self.wait.values())
+
+    @property
+    def any_finished(self) -> bool:
+        return any(self.done.values())
 
 
-def plan_checkpoint(graph: JobGraph, is_finished: Callable[[int, int], bool]) -> CheckpointPlan:
-    to_trigger: list[SubtaskId] = []
-    to_wait: list[SubtaskId] = []
-    finished: list[SubtaskId] = []
-    # any_running[v]: whether some subtask of vertex v is still running, computed once per vertex.
-    any_running: list[bool] = []
+def finished_by_vertex(subtasks: Iterable[SubtaskId]) -> dict[int, set[int]]:
+    grouped: dict[int, set[int]] = {}
+    for vertex, index in subtasks:
+        grouped.setdefault(vertex, set()).add(index)
+    return grouped
+
+
+def plan_checkpoint(graph: JobGraph, finished: FinishedSubtasks) -> CheckpointPlan:
+    trigger: dict[int, Collection[int]] = {}
+    wait: dict[int, Collection[int]] = {}
+    done: dict[int, Collection[int]] = {}
+    empty: Collection[int] = ()
+    any_running = [len(finished.get(v.id, empty)) < v.parallelism for v in graph.vertices]
     for vertex in graph.vertices:
-        running = False
-        for s in range(vertex.parallelism):
-            if is_finished(vertex.id, s):
-                finished.append((vertex.id, s))
-            else:
-                running = True
-        any_running.append(running)
-    for vertex in graph.vertices:
-        if not any_running[vertex.id]:
+        vid, mine = vertex.id, finished.get(vertex.id, empty)
+        if mine:
+            done[vid] = sorted(mine)
+        if not any_running[vid]:
             continue
-        upstream_all_to_all_running = any(
-            any_running[e.source] for e in vertex.inputs if e.pattern != POINTWISE
+        running: Collection[int] = (
+            frozenset(s for s in range(vertex.parallelism) if s not in mine)
+            if mine
+            else range(vertex.parallelism)
         )
-        pointwise = [e.source for e in vertex.inputs if e.pattern == POINTWISE]
-        for s in range(vertex.parallelism):
-            if is_finished(vertex.id, s):
-                continue
-            to_wait.append((vertex.id, s))
-            if upstream_all_to_all_running:
-                continue
-            if any(not is_finished(u, s) for u in pointwise):
-                continue
-            to_trigger.append((vertex.id, s))
-    return CheckpointPlan(to_trigger, to_wait, finished)
+        wait[vid] = running
+        if any(any_running[e.source] for e in vertex.inputs if e.pattern != POINTWISE):
+            continue  # some upstream subtask runs and feeds every subtask of this vertex
+        pointwise = [finished.get(e.source, empty) for e in vertex.inputs if e.pattern == POINTWISE]
+        if not pointwise:
+            trigger[vid] = running
+            continue
+        # Only subtasks whose same-index predecessors all finished; that needs a finished predecessor,
+        # so the scan is over the (smallest) finished set, not over all subtasks.
+        smallest = min(pointwise, key=len)
+        chosen = sorted(s for s in smallest if s in running and all(s in upstream for upstream in pointwise))
+        if chosen:
+            trigger[vid] = chosen
+    return CheckpointPlan(trigger, wait, done)

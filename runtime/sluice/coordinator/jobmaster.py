@@ -86,11 +86,12 @@ class JobMaster:
         self._graph_bytes = cloudpickle.dumps(graph)
         self._final_done = False
         self._next_checkpoint_id = 1
+        self._finished: dict[int, set[int]] = {}
 
     # -- observed state -------------------------------------------------------------------------------
 
-    def is_finished(self, vertex: int, subtask: int) -> bool:
-        return self.subtasks.get((vertex, subtask)) == "FINISHED"
+    def finished_subtasks(self) -> dict[int, set[int]]:
+        return self._finished
 
     def _all(self, *states: str) -> bool:
         return all(s in states for s in self.subtasks.values())
@@ -157,6 +158,7 @@ class JobMaster:
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
         self.subtasks = {(v.id, s): "DEPLOYING" for v in self.graph.vertices for s in range(v.parallelism)}
+        self._finished = {}
         self.placement = placement(self.graph, self.config.taskmanagers)
         if self.checkpoints is None:
             # One coordinator for the whole job: its history and counts span restarts, as users expect.
@@ -165,7 +167,7 @@ class JobMaster:
                 self.storage,
                 self.config.checkpoints,
                 self._send,
-                self.is_finished,
+                self.finished_subtasks,
                 self._next_checkpoint_id,
             )
         self.checkpoints.next_id = max(self.checkpoints.next_id, self._next_checkpoint_id)
@@ -318,6 +320,7 @@ class JobMaster:
             log.error("task %s failed: %s\n%s", name, message.get("error"), message.get("trace", ""))
             self._events.put_nowait(("failed", f"task {name} failed: {message.get('error')}"))
         elif state == "FINISHED":
+            self._finished.setdefault(subtask[0], set()).add(subtask[1])
             assert self.checkpoints is not None
             self.checkpoints.on_task_finished(subtask)
             if self._all("FINISHED"):

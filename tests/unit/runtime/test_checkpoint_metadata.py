@@ -13,7 +13,7 @@ from sluice.checkpoint.coordinator import (
     CheckpointDeclined,
     PendingCheckpoint,
 )
-from sluice.checkpoint.plan import plan_checkpoint
+from sluice.checkpoint.plan import finished_by_vertex, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage
 from sluice.graph.jobgraph import JobGraph
 from sluice.graph.transformations import PartitionKind
@@ -62,13 +62,15 @@ def ack(job: JobGraph, subtask: Subtask, **kwargs: Any) -> dict[str, Any]:
 def metadata(
     tmp_path: Path, job: JobGraph, finished: set[Subtask], acks: dict[Subtask, dict[str, Any]]
 ) -> dict[str, Any]:
-    def is_finished(vertex: int, subtask: int) -> bool:
-        return (vertex, subtask) in finished
-
+    by_vertex = finished_by_vertex(finished)
     coordinator = CheckpointCoordinator(
-        job, CheckpointStorage(str(tmp_path), "job-1"), CheckpointConfig(), lambda m, t: None, is_finished
+        job,
+        CheckpointStorage(str(tmp_path), "job-1"),
+        CheckpointConfig(),
+        lambda m, t: None,
+        lambda: by_vertex,
     )
-    plan = plan_checkpoint(job, is_finished)
+    plan = plan_checkpoint(job, by_vertex)
     pending = PendingCheckpoint(7, "checkpoint", "file:///x/chk-7", 1234, None, plan, set(plan.to_wait_for))
     pending.acks = acks
     return coordinator.build_metadata(pending)

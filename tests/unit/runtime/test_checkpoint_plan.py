@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sluice.checkpoint.plan import CheckpointPlan, plan_checkpoint
+from sluice.checkpoint.plan import CheckpointPlan, finished_by_vertex, plan_checkpoint
 from sluice.graph.jobgraph import POINTWISE, JobGraph
 from sluice.graph.transformations import PartitionKind
 
@@ -52,7 +52,7 @@ def graphs_with_finished(draw: st.DrawFn) -> tuple[JobGraph, set[Subtask]]:
 
 
 def _plan(job: JobGraph, finished: set[Subtask]) -> CheckpointPlan:
-    return plan_checkpoint(job, lambda v, s: (v, s) in finished)
+    return plan_checkpoint(job, finished_by_vertex(finished))
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,0 +1,114 @@
+"""Runs `sluice run` for a benchmark and samples what it needs: REST state, TaskManager peak memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+_REST = re.compile(r"REST API at (http://\S+)")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The process's peak resident set (VmHWM), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class BenchJob:
+    def __init__(self, pipeline: Path, *options: str) -> None:
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sluice.cli",
+                "run",
+                str(pipeline),
+                "--rest-port",
+                "0",
+                "--quiet",
+                *options,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        self.url: str | None = None
+        self.lines: list[str] = []
+        self.peaks: dict[int, int] = {}
+        self._ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+            match = _REST.search(line)
+            if match:
+                self.url = match.group(1)
+                self._ready.set()
+        self._ready.set()
+
+    def _sample(self) -> None:
+        self._ready.wait(120)
+        while self.process.poll() is None and self.url:
+            try:
+                for tm in self.get("/v1/job")["taskManagers"]:
+                    self.peaks[tm["pid"]] = max(self.peaks.get(tm["pid"], 0), peak_rss_bytes(tm["pid"]))
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+    def get(self, path: str) -> Any:
+        assert self.url is not None
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        assert self.url is not None
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def wait_ready(self) -> None:
+        self._ready.wait(120)
+        if self.url is None:
+            raise RuntimeError("sluice run printed no REST address:\n" + "".join(self.lines))
+
+    def wait(self, timeout: float = 600) -> float:
+        """Waits for the exit; returns seconds since start. Raises with stderr when the job failed."""
+        code = self.process.wait(timeout)
+        elapsed = time.monotonic() - self.started
+        if code != 0:
+            raise RuntimeError(f"sluice run exited {code}:\n" + "".join(self.lines[-30:]))
+        return elapsed
+
+    def max_peak_rss(self) -> int:
+        return max(self.peaks.values(), default=0)
+
+
+def environment_note() -> str:
+    load = os.getloadavg()[0]
+    return f"{os.cpu_count()} cores, load average {load:.2f} at start"
