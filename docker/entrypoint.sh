@@ -4,15 +4,25 @@
 # The same script runs on a plain host (the test suite's process kubelet executes pods' containers with
 # it), so nothing here assumes the image's layout beyond these variables:
 #   SLUICE_HOME    where examples/ and pipelines live; coordinator pipelines are resolved from here
-#                  (default /opt/sluice)
-#   SLUICE_PYTHON  the Python that has Sluice installed (default python3; on a host, the venv's python)
+#                  (default: the folder above this script's: /opt/sluice in the image, the checkout
+#                  on a host)
+#   SLUICE_PYTHON  the Python that has Sluice installed (default: $SLUICE_HOME/.venv/bin/python if there
+#                  is one, else python3)
 #   SPARK_HOME     Spark's home (default: the installed pyspark package directory)
 #   JAVA_HOME      the JVM for executors (default: `java` on PATH)
 #   SLUICE_ENTRYPOINT_DRY_RUN=1  print the command, one argument per line, instead of running it
 set -euo pipefail
 
-SLUICE_HOME="${SLUICE_HOME:-/opt/sluice}"
-SLUICE_PYTHON="${SLUICE_PYTHON:-python3}"
+if [[ -z "${SLUICE_HOME:-}" ]]; then
+  SLUICE_HOME="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fi
+if [[ -z "${SLUICE_PYTHON:-}" ]]; then
+  if [[ -x "$SLUICE_HOME/.venv/bin/python" ]]; then
+    SLUICE_PYTHON="$SLUICE_HOME/.venv/bin/python"
+  else
+    SLUICE_PYTHON=python3
+  fi
+fi
 export SLUICE_HOME SLUICE_PYTHON
 
 usage() {

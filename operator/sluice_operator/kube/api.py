@@ -88,7 +88,10 @@ class Kube:
                 raise
 
     async def create(self, manifest: Obj) -> None:
-        """Create `manifest`; if it exists, replace it (pods, whose spec is immutable, are left alone)."""
+        """Create `manifest`; if it exists, replace it, or keep it for kinds with nothing to update.
+
+        A Pod that exists is an error: the caller only creates one after seeing there is none.
+        """
         kind = manifest["kind"]
         namespace = manifest["metadata"]["namespace"]
         name = manifest["metadata"]["name"]
@@ -96,9 +99,10 @@ class Kube:
         try:
             await create(namespace, manifest)
         except ApiException as error:
-            if error.status != 409 or replace is None:
+            if error.status != 409 or kind == "Pod":
                 raise
-            await replace(name, namespace, manifest)
+            if replace is not None:
+                await replace(name, namespace, manifest)
 
     def _verbs(self, kind: str) -> tuple[Any, Any]:
         verbs: dict[str, tuple[Any, Any]] = {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.kube import KubeEnv, kube_env, kube_namespace  # noqa: F401  (fixtures)
+from testkit.kube import KubeEnv, kube_env, kube_namespace, process_kubelet  # noqa: F401  (fixtures)
 
 
 def _free_port() -> int:

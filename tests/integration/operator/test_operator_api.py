@@ -230,3 +230,23 @@ def test_a_savepoint_of_a_suspended_job_fails_clearly(
         timeout=60,
     )
     assert "is not running (lifecycle Suspended)" in sp["status"]["error"]
+
+
+def test_a_coordinator_that_rejects_its_pipeline_fails_the_job(
+    kube_env: KubeEnv, kube_namespace: str, operator: Any, process_kubelet: Any
+) -> None:
+    """The coordinator really runs (process kubelet, docker/entrypoint.sh) and exits with a usage error."""
+    manifest = _job("typo").replace("examples/unbounded_counts.py", "examples/no_such_pipeline.py")
+    kube_env.kubectl("apply", "-f", "-", input=manifest, namespace=kube_namespace)
+    job = kube_env.wait_for(
+        "streamjob typo",
+        lambda o: o.get("status", {}).get("lifecycleState") == "Failed",
+        namespace=kube_namespace,
+        timeout=120,
+    )
+    assert "rejected its pipeline or arguments" in job["status"]["error"]
+    assert _condition(job, "Degraded")["status"] == "True"  # type: ignore[index]
+    pod = kube_env.kubectl_json("get", "pod", "typo-coordinator", namespace=kube_namespace)
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 2  # kept for its log, not restarted in a loop
+    assert pod["status"]["containerStatuses"][0].get("restartCount", 0) == 0

@@ -102,3 +102,19 @@ def test_help() -> None:
     result = _run("--help", dry=False)
     assert result.returncode == 0
     assert "operator" in result.stdout and "executor" in result.stdout
+
+
+def test_defaults_find_the_checkout_and_its_venv() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "SLUICE_", "PYSPARK_"))}
+    env["SLUICE_ENTRYPOINT_DRY_RUN"] = "1"
+    result = subprocess.run(
+        [str(SCRIPT), "coordinator", "examples/w1_window_counts.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == str(ROOT / ".venv" / "bin" / "python")
