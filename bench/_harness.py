@@ -17,6 +17,16 @@ REPO = Path(__file__).resolve().parents[1]
 _REST = re.compile(r"REST API at (http://\S+)")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process, 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_bytes(pid: int) -> int:
     """The process's peak resident set (VmHWM), 0 once it is gone."""
     try:
@@ -52,6 +62,7 @@ class BenchJob:
         self.url: str | None = None
         self.lines: list[str] = []
         self.peaks: dict[int, int] = {}
+        self.cpu: dict[int, float] = {}
         self._ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._sample, daemon=True).start()
@@ -71,10 +82,12 @@ class BenchJob:
         while self.process.poll() is None and self.url:
             try:
                 for tm in self.get("/v1/job")["taskManagers"]:
-                    self.peaks[tm["pid"]] = max(self.peaks.get(tm["pid"], 0), peak_rss_bytes(tm["pid"]))
+                    pid = tm["pid"]
+                    self.peaks[pid] = max(self.peaks.get(pid, 0), peak_rss_bytes(pid))
+                    self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu_seconds(pid))
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     def get(self, path: str) -> Any:
         assert self.url is not None

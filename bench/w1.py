@@ -1,0 +1,136 @@
+"""Benchmark W1: the example pipeline (examples/w1_window_counts.py) against its peers, one command.
+
+    .venv/bin/python bench/w1.py [--n 2000000] [--repeat 3]
+
+Runs, interleaved `--repeat` times on this machine: Sluice on the process host, Sluice on the Spark host
+(local[2]), and the same logic on PySpark Structured Streaming (bench/_structured_streaming.py). Prints
+one table: events per second, the ratio to Structured Streaming, CPU seconds, peak memory per
+TaskManager, and whether every window was emitted. Rates use each engine's job time: for Sluice from
+the coordinator's start of the job to its result (TaskManager start-up included), for Structured
+Streaming from the query's start() to the end of awaitTermination() (SparkSession start-up excluded;
+shown apart). Medians are reported; each run's figures are listed below the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _harness import REPO, BenchJob, environment_note
+from _structured_streaming import expected_windows, run_w1_structured_streaming
+
+W1 = REPO / "examples" / "w1_window_counts.py"
+TARGET_RATIO = 3.0
+
+
+def _all_windows(out: Path, n: int) -> bool:
+    emitted: collections.Counter[tuple[int, int, int]] = collections.Counter()
+    for part in out.glob("part-*"):
+        for line in part.read_text().splitlines():
+            k, c, s = json.loads(line)
+            emitted[(k, c, s)] += 1
+    expected: collections.Counter[tuple[int, int, int]] = collections.Counter(
+        (k, c, s) for (k, _), (c, s) in expected_windows(n).items()
+    )
+    return emitted == expected
+
+
+def run_sluice(n: int, work: Path, host: str) -> dict[str, Any]:
+    run = work / f"sluice-{host}-{time.monotonic_ns()}"
+    out, chk = run / "out", run / "chk"
+    job = BenchJob(
+        W1,
+        "--arg",
+        f"n={n}",
+        "--arg",
+        f"out={out}",
+        "--parallelism",
+        "2",
+        "--host",
+        host,
+        "--checkpoint-dir",
+        f"file://{chk}",
+        "--checkpoint-interval",
+        "1s",
+        "--job-id",
+        "w1",
+    )
+    job.wait_ready()
+    started_ms = job.get("/v1/job")["startTime"]
+    wall = job.wait(1200)
+    ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
+    job_s = (ended_ms - started_ms) / 1000
+    return {
+        "engine": f"Sluice, {host} host",
+        "events_per_s": n / job_s,
+        "job_s": job_s,
+        "wall_s": wall,
+        "cpu_s": sum(job.cpu.values()),
+        "peak_rss_per_tm": job.max_peak_rss(),
+        "all_windows": _all_windows(out, n),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hosts", default="processes,spark", help="Sluice hosts to run, comma-separated")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sluice-w1-"))
+    print(f"# W1, n = {args.n:,} ({environment_note()})\n")
+    runs: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    try:
+        for _ in range(args.repeat):
+            for host in args.hosts.split(","):
+                runs[f"Sluice, {host} host"].append(run_sluice(args.n, work, host))
+            ss = run_w1_structured_streaming(args.n, work / "ss")
+            runs["Spark Structured Streaming"].append(
+                {
+                    "engine": "Spark Structured Streaming",
+                    "events_per_s": ss["events_per_s"],
+                    "job_s": ss["query_s"],
+                    "wall_s": ss["query_s"] + ss["startup_s"],
+                    "cpu_s": ss["query_cpu_s"],
+                    "peak_rss_per_tm": ss["peak_rss_bytes"],
+                    "all_windows": ss["all_windows_emitted"],
+                    "note": ss["note"],
+                }
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    peer = statistics.median(r["events_per_s"] for r in runs["Spark Structured Streaming"])
+    print(
+        "| engine | events/s (median) | vs Structured Streaming | job s | wall s incl. start-up | CPU s "
+        "| peak RSS per TaskManager | every window emitted |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for engine, samples in runs.items():
+        rate = statistics.median(r["events_per_s"] for r in samples)
+        job_s, wall_s, cpu_s = (
+            statistics.median(r[k] for r in samples) for k in ("job_s", "wall_s", "cpu_s")
+        )
+        peak = max(r["peak_rss_per_tm"] for r in samples) / 2**20
+        complete = all(r["all_windows"] for r in samples)
+        print(
+            f"| {engine} | {rate:,.0f} | {rate / peer:.2f}x | {job_s:.2f} | {wall_s:.2f} | {cpu_s:.2f} "
+            f"| {peak:.0f} MiB | {complete} |"
+        )
+    print(f"\nTarget: Sluice >= {TARGET_RATIO:.0f}x Structured Streaming events/s, < 1 GiB per TaskManager.")
+    print("Structured Streaming's peak RSS is its whole driver + JVM (it has no separate TaskManagers).")
+    for note in {r.get("note") for r in runs["Spark Structured Streaming"]} - {None}:
+        print(f"Structured Streaming: {note}.")
+    print("\nEach run:")
+    for engine, samples in runs.items():
+        print(f"- {engine}: " + ", ".join(f"{r['events_per_s']:,.0f}/s" for r in samples))
+
+
+if __name__ == "__main__":
+    main()
