@@ -119,3 +119,29 @@ def test_each_test_gets_a_namespace_with_a_default_service_account(
     kube_env.kubectl("get", "serviceaccount", "default", namespace=kube_namespace)
     # The root CA the controller-manager publishes is what in-cluster clients verify the server with.
     kube_env.wait_for("configmap kube-root-ca.crt", bool, namespace=kube_namespace, timeout=30)
+
+
+def test_helm_installs_and_uninstalls_a_chart(kube_env: KubeEnv, kube_namespace: str, tmp_path: Path) -> None:
+    chart = tmp_path / "probe"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(
+        "apiVersion: v2\nname: probe\nversion: 0.1.0\nkubeVersion: '>=1.30.0-0'\n"
+    )
+    (chart / "values.yaml").write_text("message: from-values\n")
+    (chart / "templates" / "configmap.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\n"
+        "data:\n  message: {{ .Values.message | quote }}\n"
+    )
+
+    kube_env.helm(
+        "install", "probe", str(chart), "--set", "message=hello", "--wait", namespace=kube_namespace
+    )
+
+    settings = kube_env.kubectl_json("get", "configmap", "probe-settings", namespace=kube_namespace)
+    assert settings["data"] == {"message": "hello"}
+    assert "probe" in kube_env.helm("list", "--short", namespace=kube_namespace).stdout.split()
+
+    kube_env.helm("uninstall", "probe", "--wait", namespace=kube_namespace)
+
+    gone = kube_env.kubectl("get", "configmap", "probe-settings", namespace=kube_namespace, check=False)
+    assert gone.returncode != 0
