@@ -1,0 +1,78 @@
+"""The job's life as a user sees it: status output, a job that fails for good, cancel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from testkit.checkpoints import PIPELINES
+from testkit.jobs import REPO, SLUICE, SluiceJob, run_job
+
+
+def test_failing_job_exits_non_zero_with_the_error_after_its_restarts(tmp_path: Path) -> None:
+    done = run_job(
+        PIPELINES / "failing.py",
+        "--arg",
+        f"out={tmp_path / 'out'}",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+        "--max-restarts",
+        "2",
+        "--restart-delay",
+        "100ms",
+        "--job-id",
+        "poison",
+    )
+    assert done.returncode == 1
+    assert "FAILED" in done.stderr and "record 500 is poison" in done.stderr
+    assert done.stderr.count("restarting in") == 2, "the fixed-delay strategy tried twice before giving up"
+    result = json.loads((tmp_path / "chk" / "poison" / "job-result.json").read_text())
+    assert result["state"] == "FAILED" and "record 500 is poison" in result["error"]
+
+
+def test_status_prints_the_job_and_cancel_ends_it(tmp_path: Path) -> None:
+    job = SluiceJob(
+        REPO / "examples" / "unbounded_counts.py",
+        "--arg",
+        f"out={tmp_path / 'out'}",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+        "--checkpoint-interval",
+        "300ms",
+    )
+    try:
+        job.wait_checkpoints(1)
+        status = subprocess.run(
+            [*SLUICE, "status", "--address", job.rest_url()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert status.returncode == 0, status.stderr
+        shown = json.loads(status.stdout)
+        assert shown["state"] == "RUNNING" and shown["subtasks"] == {"total": 4, "running": 4, "finished": 0}
+        assert [v["uids"] for v in shown["vertices"]] == [["generator", "ts", "pair"], ["count", "sink"]]
+        cancel = subprocess.run(
+            [*SLUICE, "cancel", "--address", job.rest_url()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert cancel.returncode == 0, cancel.stderr
+        assert job.wait(60) == 1
+    finally:
+        job.kill()
+    assert "CANCELED" in job.stderr
+    unreachable = subprocess.run(
+        [*SLUICE, "status", "--address", job.rest_url()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert unreachable.returncode == 1 and "cannot reach the coordinator" in unreachable.stderr
