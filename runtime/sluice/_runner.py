@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 
 from sluice._fs import join, normalize
 from sluice._pipeline import PipelineError, build_graph
@@ -19,31 +20,36 @@ from sluice.coordinator.jobmaster import JobConfig, JobMaster
 from sluice.coordinator.rest import RestApi
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.validation import RestoreRefused
-from sluice.graph.jobgraph import GraphError
-from sluice.hosts.base import TaskManagerHost
-from sluice.hosts.processes import ProcessHost
+from sluice.graph.jobgraph import GraphError, JobGraph
+from sluice.hosts.base import HostSetupError
+from sluice.hosts.selection import make_host
 
 EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A pipeline or arguments `sluice run` cannot use; the message says what is wrong."""
 
 
 def _say(message: str) -> None:
     print(f"sluice: {message}", file=sys.stderr, flush=True)
 
 
-def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
-    logging.basicConfig(level=logging.WARNING, format="sluice: %(levelname)s %(name)s: %(message)s")
+def job_from_args(
+    args: argparse.Namespace, default_checkpoint_dir: str, say: Callable[[str], None] = _say
+) -> tuple[JobGraph, JobConfig]:
+    """The job graph and configuration that `sluice run` arguments describe."""
     env = StreamEnvironment(
         dict(args.arg), parallelism=args.parallelism, max_parallelism=args.max_parallelism
     )
     try:
         graph = build_graph(args.pipeline, env)
     except (PipelineError, GraphError) as err:
-        _say(f"error: {err}")
-        return EXIT_USAGE
+        raise UsageError(str(err)) from err
     checkpoint_dir = args.checkpoint_dir
     if checkpoint_dir is None:
         checkpoint_dir = default_checkpoint_dir
-        _say(f"no --checkpoint-dir given: checkpoints go to {normalize(checkpoint_dir)}")
+        say(f"no --checkpoint-dir given: checkpoints go to {normalize(checkpoint_dir)}")
     config = JobConfig(
         checkpoint_dir=checkpoint_dir,
         job_id=args.job_id or uuid.uuid4().hex,
@@ -60,43 +66,83 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         allow_non_restored_state=args.allow_non_restored_state,
         savepoint_dir=args.savepoint_dir,
     )
-    host: TaskManagerHost = ProcessHost()
+    return graph, config
+
+
+def exit_code(state: str) -> int:
+    return EXIT_FINISHED if state == "FINISHED" else EXIT_FAILED
+
+
+def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
+    started = time.monotonic()
+    logging.basicConfig(level=logging.WARNING, format="sluice: %(levelname)s %(name)s: %(message)s")
     try:
-        result = asyncio.run(_run(graph_job := JobMaster(graph, config, host), args))
+        graph, config = job_from_args(args, default_checkpoint_dir)
+        hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
+    except (UsageError, HostSetupError) as err:
+        _say(f"error: {err}")
+        return EXIT_USAGE
+    job = JobMaster(graph, config, hosting.host)
+    try:
+        result = asyncio.run(_run(job, args, started))
     except (RestoreRefused, FileNotFoundError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
+    finally:
+        hosting.close()
     state = result["state"]
     if state == "FINISHED":
         savepoint = result.get("lastSavepoint")
         _say(f"job {config.job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else ""))
-        return EXIT_FINISHED
-    _say(f"job {config.job_id} {state}: {result.get('error') or graph_job.error}")
-    return EXIT_FAILED
+    else:
+        _say(f"job {config.job_id} {state}: {result.get('error') or job.error}")
+    return exit_code(str(state))
 
 
-async def _run(job: JobMaster, args: argparse.Namespace) -> dict[str, object]:
+async def serve_job(
+    job: JobMaster, rest_host: str, rest_port: int, on_rest_url: Callable[[str], None]
+) -> dict[str, object]:
+    """Runs the job with its REST API (unless `rest_port` < 0) until the job ends; returns its result."""
     rest = RestApi(job)
-    if args.rest_port >= 0:
-        url = await rest.start(args.rest_host, args.rest_port)
-        _say(f"job {job.config.job_id}: REST API at {url}")
-    _say(f"checkpoints of this job: {join(job.storage.checkpoint_dir, job.config.job_id)}")
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, job.cancel)
-    progress = None if args.quiet else asyncio.create_task(_progress(job))
+    if rest_port >= 0:
+        on_rest_url(await rest.start(rest_host, rest_port))
     try:
         return await job.run()
     finally:
-        if progress is not None:
-            progress.cancel()
+        # A stop-with-savepoint caller is still polling for the savepoint's path: answer it first.
         await rest.linger(limit_s=10.0)
         await rest.stop()
 
 
-async def _progress(job: JobMaster) -> None:
-    started = time.monotonic()
+async def _run(job: JobMaster, args: argparse.Namespace, started: float) -> dict[str, object]:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, job.cancel)
+    progress = None if args.quiet else asyncio.create_task(_progress(job, started))
+
+    checkpoints = f"checkpoints of this job: {join(job.storage.checkpoint_dir, job.config.job_id)}"
+
+    def announce(url: str) -> None:
+        _say(f"job {job.config.job_id}: REST API at {url}")
+        _say(checkpoints)
+
+    if args.rest_port < 0:
+        _say(checkpoints)
+    try:
+        return await serve_job(job, args.rest_host, args.rest_port, announce)
+    finally:
+        if progress is not None:
+            progress.cancel()
+
+
+async def _progress(job: JobMaster, started: float) -> None:
+    # Until the first records arrive, look often: how long a job takes to get going is worth knowing
+    # (a cold Spark JVM takes seconds), and the first progress line says it.
+    while job.totals()["recordsIn"] == 0 and not job.ended.is_set():
+        await asyncio.sleep(0.1)
+    if job.totals()["recordsIn"]:
+        _say(f"first records processed {time.monotonic() - started:.1f}s after start")
     while True:
         await asyncio.sleep(2)
         totals = job.totals()

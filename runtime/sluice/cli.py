@@ -77,7 +77,31 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--job-id", default=None)
     run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
     run.add_argument("--rest-host", default="127.0.0.1")
-    run.add_argument("--host", choices=["processes"], default="processes", help="where TaskManagers run")
+    run.add_argument(
+        "--host",
+        choices=["spark", "processes"],
+        default="spark",
+        help="where TaskManagers run: Spark barrier tasks (default) or plain local processes",
+    )
+    run.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (--host spark); default local[N], N = the number of TaskManagers",
+    )
+    run.add_argument(
+        "--spark-conf",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="K=V",
+        help="a Spark setting (--host spark); repeatable",
+    )
+    run.add_argument(
+        "--spark-log",
+        default=None,
+        metavar="FILE",
+        help="where Spark's own log goes (--host spark); default: a file per job, printed at start",
+    )
     run.add_argument(
         "--restart-strategy", choices=["fixed-delay", "exponential", "none"], default="fixed-delay"
     )

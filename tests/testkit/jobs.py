@@ -1,4 +1,9 @@
-"""Runs `sluice run` as a real subprocess and talks to its REST API, the way a user would."""
+"""Runs `sluice run` as a real subprocess and talks to its REST API, the way a user would.
+
+`RestJob` is what a test sees of a running job, whatever runs it: `SluiceJob` here (a `sluice run`
+process, TaskManagers as local processes unless the options say `--host`), or `testkit.spark.SparkJob`
+(the job in the test process, TaskManagers as Spark barrier tasks).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +25,82 @@ SLUICE = [sys.executable, "-m", "sluice.cli"]
 _REST = re.compile(r"REST API at (http://\S+)")
 
 
-class SluiceJob:
+def with_host(options: Sequence[str]) -> list[str]:
+    """`sluice run` defaults to the Spark host; these tests use the process host unless they say."""
+    return list(options) if "--host" in options else ["--host", "processes", *options]
+
+
+class RestJob:
+    """A running job seen through its REST API."""
+
+    def rest_url(self, timeout: float = 60) -> str:
+        raise NotImplementedError
+
+    @property
+    def stderr(self) -> str:
+        raise NotImplementedError
+
+    def ended(self) -> str | None:
+        """None while the job runs; once it has ended, how (for messages)."""
+        raise NotImplementedError
+
+    def wait(self, timeout: float = 120) -> int:
+        """Waits for the end; returns what `sluice run` exits with."""
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """Ends the job if it still runs (cancel), and waits for that."""
+        raise NotImplementedError
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.rest_url() + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        request = urllib.request.Request(
+            self.rest_url() + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def wait_until(self, predicate: Any, timeout: float = 60, what: str = "condition") -> Any:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            ended = self.ended()
+            if ended is not None:
+                raise AssertionError(f"job {ended} while waiting for {what}:\n{self.stderr}")
+            try:
+                last = predicate()
+            except OSError:
+                last = None
+            if last:
+                return last
+            time.sleep(0.05)
+        raise AssertionError(
+            f"timed out after {timeout}s waiting for {what} (last: {last!r}); stderr:\n{self.stderr}"
+        )
+
+    def completed_checkpoints(self) -> int:
+        return int(self.get("/v1/checkpoints")["counts"]["completed"])
+
+    def wait_checkpoints(self, count: int, timeout: float = 60) -> None:
+        self.wait_until(
+            lambda: self.completed_checkpoints() >= count, timeout, f"{count} completed checkpoints"
+        )
+
+    def taskmanager_pids(self) -> list[int]:
+        return [tm["pid"] for tm in self.get("/v1/job")["taskManagers"]]
+
+
+class SluiceJob(RestJob):
     """A `sluice run` process; collects its stderr and finds its REST address."""
 
     def __init__(self, pipeline: str | Path, *options: str, env: dict[str, str] | None = None) -> None:
-        command = [*SLUICE, "run", str(pipeline), "--rest-port", "0", *options]
+        command = [*SLUICE, "run", str(pipeline), "--rest-port", "0", *with_host(options)]
         self.command = command
         self.process = subprocess.Popen(
             command,
@@ -59,49 +136,9 @@ class SluiceJob:
             raise AssertionError(f"sluice run printed no REST address; stderr:\n{self.stderr}")
         return self.url
 
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.rest_url() + path, timeout=10) as response:
-            return json.loads(response.read())
-
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        request = urllib.request.Request(
-            self.rest_url() + path,
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
-
-    def wait_until(self, predicate: Any, timeout: float = 60, what: str = "condition") -> Any:
-        deadline = time.monotonic() + timeout
-        last: Any = None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(
-                    f"job exited ({self.process.returncode}) while waiting for {what}:\n{self.stderr}"
-                )
-            try:
-                last = predicate()
-            except OSError:
-                last = None
-            if last:
-                return last
-            time.sleep(0.05)
-        raise AssertionError(
-            f"timed out after {timeout}s waiting for {what} (last: {last!r}); stderr:\n{self.stderr}"
-        )
-
-    def completed_checkpoints(self) -> int:
-        return int(self.get("/v1/checkpoints")["counts"]["completed"])
-
-    def wait_checkpoints(self, count: int, timeout: float = 60) -> None:
-        self.wait_until(
-            lambda: self.completed_checkpoints() >= count, timeout, f"{count} completed checkpoints"
-        )
-
-    def taskmanager_pids(self) -> list[int]:
-        return [tm["pid"] for tm in self.get("/v1/job")["taskManagers"]]
+    def ended(self) -> str | None:
+        code = self.process.poll()
+        return None if code is None else f"exited ({code})"
 
     def wait(self, timeout: float = 120) -> int:
         try:
@@ -127,7 +164,7 @@ def run_job(
 ) -> subprocess.CompletedProcess[str]:
     """Runs `sluice run` to the end and returns the finished process (stdout, stderr, returncode)."""
     return subprocess.run(  # the caller asserts on the return code, with stderr in the message
-        [*SLUICE, "run", str(pipeline), "--rest-port", "0", *options],
+        [*SLUICE, "run", str(pipeline), "--rest-port", "0", *with_host(options)],
         check=False,
         capture_output=True,
         text=True,

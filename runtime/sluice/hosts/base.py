@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Protocol
 
 
+class HostSetupError(Exception):
+    """The host cannot be set up with the given settings or environment; the message says how to fix it."""
+
+
 class TaskManagerHost(Protocol):
     name: str
 

@@ -1,4 +1,7 @@
-"""FLIP-34 through the CLI and REST: stop with drain (TERMINATE), without (SUSPEND), plain savepoints."""
+"""FLIP-34 through the CLI and REST: stop with drain (TERMINATE), without (SUSPEND), plain savepoints.
+
+Stop with and without drain, and the resume, run on both hosts (the `runner` fixture).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from testkit import spark
 from testkit.checkpoints import PIPELINES, load, operator
-from testkit.jobs import REPO, SLUICE, SluiceJob, run_job
+from testkit.jobs import REPO, SLUICE, SluiceJob
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
+from testkit.spark import Runner
 
 UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
+# Both hosts for the scenarios that take `runner`; one SparkContext for the whole module.
+runner = spark.runner
+spark_context = spark.spark_context
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,9 +35,9 @@ def savepoint_metadata(path: str) -> dict:  # type: ignore[type-arg]
     return load(Path(path.removeprefix("file://")) / "_metadata")
 
 
-def test_stop_with_drain_fires_every_window(tmp_path: Path) -> None:
+def test_stop_with_drain_fires_every_window(runner: Runner, tmp_path: Path) -> None:
     raw, counts = tmp_path / "raw", tmp_path / "counts"
-    job = SluiceJob(
+    job = runner.start(
         PIPELINES / "raw_and_windows.py",
         "--arg",
         f"raw={raw}",
@@ -65,7 +73,7 @@ def test_stop_with_drain_fires_every_window(tmp_path: Path) -> None:
     )
 
 
-def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(runner: Runner, tmp_path: Path) -> None:
     out, sp = tmp_path / "out", tmp_path / "sp"
     count = 40_000
     options = (
@@ -83,7 +91,7 @@ def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(tmp_path: Pa
         "300ms",
     )
     reference = keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
-    job = SluiceJob(PIPELINES / "generated_counts.py", *options)
+    job = runner.start(PIPELINES / "generated_counts.py", *options)
     try:
         job.wait_checkpoints(2)
         stop = cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{sp}")
@@ -102,7 +110,7 @@ def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(tmp_path: Pa
     # The savepoint is self-contained: it still works after being moved.
     moved = tmp_path / "moved-savepoint"
     shutil.move(path.removeprefix("file://"), moved)
-    resumed = run_job(PIPELINES / "generated_counts.py", *options, "--from-savepoint", f"file://{moved}")
+    resumed = runner.run(PIPELINES / "generated_counts.py", *options, "--from-savepoint", f"file://{moved}")
     assert resumed.returncode == 0, resumed.stderr
     assert_same_output(read_output(str(out)), reference)
 

@@ -1,4 +1,8 @@
-"""The W1 example end to end, and exactly-once output across a TaskManager killed mid-run."""
+"""The W1 example end to end, and exactly-once output across a TaskManager killed mid-run.
+
+The first two scenarios run on both hosts (the `runner` fixture): TaskManagers as local processes, and
+as Spark barrier tasks, where killing a TaskManager kills the Spark Python worker that runs it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit import spark
 from testkit.jobs import REPO, SluiceJob, run_job
 from testkit.outputs import (
     assert_same_output,
@@ -16,14 +21,18 @@ from testkit.outputs import (
     read_output,
     w1_reference,
 )
+from testkit.spark import Runner
 
 W1 = REPO / "examples" / "w1_window_counts.py"
 GENERATED = REPO / "tests" / "integration" / "pipelines" / "generated_counts.py"
+# Both hosts for the scenarios that take `runner`; one SparkContext for the whole module.
+runner = spark.runner
+spark_context = spark.spark_context
 
 
-def test_w1_example_output_equals_reference(tmp_path: Path) -> None:
+def test_w1_example_output_equals_reference(runner: Runner, tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
-    done = run_job(
+    done = runner.run(
         W1,
         "--arg",
         "n=200000",
@@ -43,11 +52,11 @@ def test_w1_example_output_equals_reference(tmp_path: Path) -> None:
 
 
 def _kill_one_taskmanager_and_check(
-    tmp_path: Path, checkpoint_dir: str, storage_env: dict[str, str] | None
+    runner: Runner, tmp_path: Path, checkpoint_dir: str, storage_env: dict[str, str] | None
 ) -> None:
     out = tmp_path / "out"
     count = 120_000
-    job = SluiceJob(
+    job = runner.start(
         GENERATED,
         "--arg",
         f"out={out}",
@@ -70,6 +79,10 @@ def _kill_one_taskmanager_and_check(
         assert job.get("/v1/job")["subtasks"]["finished"] == 0, "the failure must hit a running job"
         committed_before = sum(read_output(str(out)).values())
         victim = job.taskmanager_pids()[1]
+        if runner.host == "spark":
+            # The TaskManager runs in a Python worker that Spark forked for its barrier task.
+            command = Path(f"/proc/{victim}/cmdline").read_bytes().split(b"\0")
+            assert b"sluice.hosts.spark._daemon" in command and b"pyspark.worker" in command, command
         os.kill(victim, signal.SIGKILL)
         job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
         code = job.wait(180)
@@ -82,13 +95,15 @@ def _kill_one_taskmanager_and_check(
     )
 
 
-def test_sigkill_taskmanager_gives_exactly_once_output(tmp_path: Path) -> None:
-    _kill_one_taskmanager_and_check(tmp_path, f"file://{tmp_path / 'chk'}", None)
+def test_sigkill_taskmanager_gives_exactly_once_output(runner: Runner, tmp_path: Path) -> None:
+    _kill_one_taskmanager_and_check(runner, tmp_path, f"file://{tmp_path / 'chk'}", None)
 
 
 @pytest.mark.s3
 def test_sigkill_taskmanager_with_checkpoints_on_s3(tmp_path: Path, s3_bucket: str) -> None:
-    _kill_one_taskmanager_and_check(tmp_path, f"{s3_bucket}/checkpoints", None)
+    _kill_one_taskmanager_and_check(
+        Runner("processes", SluiceJob, run_job), tmp_path, f"{s3_bucket}/checkpoints", None
+    )
 
 
 def test_restore_from_retained_checkpoint_with_another_parallelism(tmp_path: Path) -> None:

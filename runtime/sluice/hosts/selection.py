@@ -1,0 +1,81 @@
+"""The host `sluice run` asks for: `--host processes`, or `--host spark` with its master and settings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sluice.hosts.base import HostSetupError, TaskManagerHost
+from sluice.hosts.processes import ProcessHost
+
+# Where Spark's log goes unless --spark-log says otherwise.
+SPARK_LOG_DIR = Path(tempfile.gettempdir()) / "sluice" / "spark-logs"
+
+
+@dataclass
+class Hosting:
+    host: TaskManagerHost
+    close: Callable[[], None]
+    """Releases what the host holds (the SparkContext) once the job has ended."""
+
+
+def make_host(
+    args: argparse.Namespace, taskmanagers: int, job_id: str, job_name: str, say: Callable[[str], None]
+) -> Hosting:
+    """The host for `sluice run` arguments (`--host`, `--master`, `--spark-conf`, `--spark-log`)."""
+    if args.host == "processes":
+        spark_only = (
+            ("--master", args.master),
+            ("--spark-conf", args.spark_conf),
+            ("--spark-log", args.spark_log),
+        )
+        given = [flag for flag, value in spark_only if value]
+        if given:
+            raise HostSetupError(f"{' and '.join(given)} apply to --host spark only, not --host processes")
+        return Hosting(ProcessHost(), lambda: None)
+    return _spark_host(args, taskmanagers, job_id, job_name, say)
+
+
+def _spark_host(
+    args: argparse.Namespace, taskmanagers: int, job_id: str, job_name: str, say: Callable[[str], None]
+) -> Hosting:
+    from sluice.hosts import spark
+
+    master = args.master or spark.local_master(taskmanagers)
+    cluster: dict[str, str] | None = None
+    control_host = taskmanager_host = "127.0.0.1"
+    if master.startswith("k8s://"):
+        pod = spark.coordinator_pod_from_env(os.environ)
+        cluster = spark.kubernetes_conf(pod, taskmanagers)
+        # TaskManagers in executor pods reach the coordinator at its pod IP; each listens on its own
+        # pod IP (Spark tells the executor, see _task.py).
+        control_host, taskmanager_host = pod.pod_ip, "0.0.0.0"
+    elif not spark.is_local(master):
+        overrides = dict(args.spark_conf)
+        control_host = overrides.get("spark.driver.host") or socket.gethostbyname(socket.gethostname())
+        taskmanager_host = "0.0.0.0"
+    log = spark.SparkLog(Path(args.spark_log) if args.spark_log else SPARK_LOG_DIR / f"{job_id}.log")
+    settings = spark.spark_settings(
+        taskmanagers,
+        master,
+        f"sluice {job_name}",
+        dict(args.spark_conf),
+        log4j_file=str(log.config),
+        cluster=cluster,
+    )
+    if master.startswith("k8s://") and "spark.kubernetes.container.image" not in settings:
+        raise HostSetupError(
+            "on Kubernetes Spark needs the TaskManager image: "
+            "--spark-conf spark.kubernetes.container.image=IMAGE"
+        )
+    say(f"Spark {master}, {taskmanagers} TaskManager(s); Spark's log: {log.path}")
+    context = spark.start_spark(settings, log)
+    return Hosting(
+        spark.SparkHost(context, control_host=control_host, taskmanager_bind_host=taskmanager_host),
+        context.stop,
+    )

@@ -1,0 +1,85 @@
+"""Starting the Spark driver JVM for a job, with Spark's own output in a log file instead of the terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sluice.hosts.spark._errors import SparkSetupError
+from sluice.hosts.spark._settings import is_local
+
+# Spark's log4j2 configuration for the driver JVM: everything to one file, nothing to the console.
+_LOG4J2 = """\
+status = error
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yyyy-MM-dd HH:mm:ss.SSS}} %p %c{{1}}: %m%n%ex
+"""
+
+
+@dataclass(frozen=True)
+class SparkLog:
+    """Where Spark's log goes: `path`, configured by the log4j2 file `config`."""
+
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path.with_name(self.path.name + ".log4j2.properties")
+
+    def write_config(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(_LOG4J2.format(log=self.path))
+
+
+def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
+    """Starts the driver JVM and a SparkContext with `settings`; returns the SparkContext.
+
+    The JVM's own stdout and stderr (JVM warnings, and the output of Python workers, which Spark copies
+    there) go to the log file as well, so that the terminal keeps only the job's progress.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._active_spark_context is not None:
+        raise SparkSetupError(
+            "a SparkContext is already running in this process: give it to SparkHost instead of starting "
+            "another one"
+        )
+    # Workers run this interpreter, the one that has Sluice installed, unless the user chose another.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if is_local(settings["spark.master"]):
+        # The local executor names its host from this variable; without it Spark scans the network
+        # interfaces and warns when the host name resolves to loopback.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log.write_config()
+    conf = SparkConf().setAll(list(settings.items()))
+    gateway = None
+    if SparkContext._gateway is None:
+        with open(log.path, "ab") as output:
+            try:
+                gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                    conf, popen_kwargs={"stdout": output, "stderr": output}
+                )
+            except Exception as err:
+                raise SparkSetupError(
+                    f"the Spark driver JVM did not start ({err}); its output is in {log.path}"
+                ) from err
+    try:
+        return SparkContext(conf=conf, gateway=gateway)
+    except Exception as err:
+        raise SparkSetupError(f"Spark did not start: {_first_line(err)}; see {log.path}") from err
+
+
+def _first_line(err: BaseException) -> str:
+    java = getattr(err, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(err)
+    return text.strip().splitlines()[0] if text.strip() else type(err).__name__

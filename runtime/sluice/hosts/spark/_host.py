@@ -1,0 +1,167 @@
+"""TaskManagers as one Spark barrier stage: one long-running task per TaskManager, one stage per attempt.
+
+The coordinator stays in this process, the Spark driver. For every attempt the host submits, from a
+background thread, `parallelize(range(n), n).barrier().mapPartitions(...)` under a job group of its
+own; each task runs a TaskManager that registers with the coordinator at the address carried in the
+task's closure. Barrier mode gang-schedules the tasks (all start together or none) and fails the whole
+stage when one fails; the Spark settings in `_settings.py` keep Spark from retrying anything, so the
+coordinator's restart strategy alone decides what happens next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.hosts.spark._failure import describe_failure
+from sluice.hosts.spark._task import run_barrier_task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Stage:
+    """The barrier stage of one attempt, as seen from the event loop."""
+
+    group: str
+    count: int
+    done: asyncio.Future[str | None]
+    """Resolves when the Spark job ends: None when every TaskManager exited normally, else why not."""
+    stopping: bool = False
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+
+class SparkHost:
+    """Runs the TaskManagers of a job in a SparkContext that the caller owns (and stops)."""
+
+    name = "spark"
+
+    def __init__(
+        self,
+        context: Any,
+        *,
+        control_host: str = "127.0.0.1",
+        taskmanager_bind_host: str = "127.0.0.1",
+        stop_timeout_s: float = 60.0,
+    ) -> None:
+        """`control_host`: where the coordinator listens, reachable from every executor (127.0.0.1 in
+        local mode, the pod IP on Kubernetes). `taskmanager_bind_host`: the data address of a
+        TaskManager where its executor does not say (on Kubernetes the executor pod IP wins)."""
+        self.context = context
+        self.control_host = control_host
+        self.taskmanager_bind_host = taskmanager_bind_host
+        self.stop_timeout_s = stop_timeout_s
+        self._id = uuid.uuid4().hex[:8]
+        self._stage: _Stage | None = None
+
+    def control_bind_host(self) -> str:
+        return self.control_host
+
+    def job_group(self, attempt: int) -> str:
+        return f"sluice-{self._id}-attempt-{attempt}"
+
+    async def start(self, count: int, coordinator_address: str, attempt: int) -> None:
+        if self._stage is not None:
+            await self.stop()
+        loop = asyncio.get_running_loop()
+        stage = _Stage(self.job_group(attempt), count, loop.create_future())
+        stage.thread = threading.Thread(
+            target=self._run_stage,
+            args=(stage, coordinator_address, attempt, loop),
+            name=stage.group,
+            daemon=True,
+        )
+        self._stage = stage
+        stage.thread.start()
+
+    def _run_stage(
+        self, stage: _Stage, coordinator: str, attempt: int, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """The background thread: blocks in `collect()` for as long as the TaskManagers run."""
+        failure: str | None = None
+        try:
+            # Job groups are thread-local properties in PySpark's pinned-thread mode: set it here.
+            self.context.setJobGroup(
+                stage.group,
+                f"Sluice: {stage.count} TaskManager(s), attempt {attempt}",
+                interruptOnCancel=True,
+            )
+            if stage.stopping:
+                failure = "stopped before the stage was submitted"
+            else:
+                body = functools.partial(run_barrier_task, coordinator, self.taskmanager_bind_host)
+                rdd = self.context.parallelize(range(stage.count), stage.count)
+                rdd.barrier().mapPartitions(body).collect()
+        except Exception as err:
+            failure = describe_failure(err)
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, stage.done, failure)
+
+    async def wait_lost(self) -> str:
+        stage = self._stage
+        if stage is None:
+            await asyncio.Event().wait()
+        assert stage is not None
+        failure = await asyncio.shield(stage.done)
+        if stage.stopping:
+            # Ended because the coordinator stopped it: that is not a lost TaskManager.
+            await asyncio.Event().wait()
+        if failure is None:
+            return (
+                f"the TaskManager stage {stage.group} ended while the job was running: "
+                "every TaskManager task returned"
+            )
+        return f"the TaskManager stage {stage.group} failed: {failure}"
+
+    async def stop(self, grace_s: float = 0.0) -> None:
+        stage, self._stage = self._stage, None
+        if stage is None:
+            return
+        stage.stopping = True
+        if grace_s > 0:
+            # TaskManagers that were told to shut down end their tasks, and the Spark job completes.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(stage.done), grace_s)
+        deadline = time.monotonic() + self.stop_timeout_s
+        while not stage.done.done() and time.monotonic() < deadline:
+            # Repeated: the background thread may submit the job just after a first cancel.
+            await asyncio.to_thread(self.context.cancelJobGroup, stage.group)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(stage.done), 1.0)
+        # The Spark job has ended, but killed tasks may still be winding down (Spark kills a Python
+        # worker that ignores the interrupt after spark.python.task.killTimeout). Nothing may be left
+        # running when stop() returns: the next attempt needs the slots, and a stale TaskManager
+        # must not linger.
+        left = await asyncio.to_thread(self._wait_tasks_ended, stage.group, deadline)
+        if not stage.done.done() or left:
+            log.warning(
+                "Spark job group %s did not end within %.0fs (%d task(s) still running)",
+                stage.group,
+                self.stop_timeout_s,
+                left,
+            )
+
+    def _wait_tasks_ended(self, group: str, deadline: float) -> int:
+        tracker = self.context.statusTracker()
+        while True:
+            active = 0
+            for job_id in tracker.getJobIdsForGroup(group):
+                job = tracker.getJobInfo(job_id)
+                for stage_id in job.stageIds if job is not None else ():
+                    info = tracker.getStageInfo(stage_id)
+                    active += info.numActiveTasks if info is not None else 0
+            if active == 0 or time.monotonic() >= deadline:
+                return active
+            time.sleep(0.1)
+
+
+def _settle(future: asyncio.Future[str | None], failure: str | None) -> None:
+    if not future.done():
+        future.set_result(failure)

@@ -1,0 +1,112 @@
+"""Spark-on-Kubernetes settings for a coordinator that is a client-mode Spark driver inside its own pod.
+
+The coordinator pod runs `sluice run --host spark --master k8s://...`; Spark's Kubernetes backend then
+creates one executor pod per TaskManager from a pod template, names them `<prefix>-exec-<executor id>`
+(Spark 4 appends `-exec-<id>` to `spark.kubernetes.executor.podNamePrefix`; ids count up from 1 and a
+replaced executor gets a new id), and makes the driver pod, named by `spark.kubernetes.driver.pod.name`,
+their owner, so that deleting the coordinator pod deletes its TaskManagers.
+
+Credentials are not set here: inside a pod, Spark's Kubernetes client configures itself from the pod's
+service account (the mounted token, which it re-reads when the kubelet rotates it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sluice.hosts.spark._errors import SparkSetupError
+
+JOB_LABEL = "sluice.dev/job"
+ROLE_LABEL = "sluice.dev/role"
+TASKMANAGER_ROLE = "taskmanager"
+COORDINATOR_SUFFIX = "-coordinator"
+# The downward-API variables the operator gives the coordinator container, and the kubelet's own.
+POD_ENV = ("POD_NAME", "POD_NAMESPACE", "POD_IP")
+API_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Room for "-taskmanager-exec-" and an executor id within a 63-character DNS label: Spark also uses
+# the pod name as the executor's host name.
+_MAX_JOB_NAME = 63 - len("-taskmanager-exec-") - 4
+
+
+@dataclass(frozen=True)
+class CoordinatorPod:
+    """What the Spark driver needs to know about the pod it runs in, and about the job's TaskManagers."""
+
+    job: str
+    """The StreamJob's name: executor pods are `<job>-taskmanager-exec-<n>`, labelled with it."""
+    namespace: str
+    pod_name: str
+    pod_ip: str
+    api_host: str
+    api_port: str
+    image: str | None = None
+    service_account: str | None = None
+    pod_template_file: str | None = None
+    template_container: str = "taskmanager"
+
+
+def api_server_master(host: str, port: str) -> str:
+    return f"k8s://https://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def kubernetes_conf(pod: CoordinatorPod, taskmanagers: int) -> dict[str, str]:
+    """Spark settings for client mode on Kubernetes: one single-core executor pod per TaskManager."""
+    if not _DNS_LABEL.match(pod.job) or len(pod.job) > _MAX_JOB_NAME:
+        raise SparkSetupError(
+            f"job name {pod.job!r} cannot name TaskManager pods: use at most {_MAX_JOB_NAME} lowercase "
+            "letters, digits and '-', starting and ending with a letter or digit"
+        )
+    conf = {
+        "spark.master": api_server_master(pod.api_host, pod.api_port),
+        "spark.submit.deployMode": "client",
+        "spark.kubernetes.namespace": pod.namespace,
+        # Executors connect back to the driver at the pod's IP; it listens on every interface.
+        "spark.driver.host": pod.pod_ip,
+        "spark.driver.bindAddress": "0.0.0.0",
+        # Makes the coordinator pod the owner of every executor pod (garbage collection with it).
+        "spark.kubernetes.driver.pod.name": pod.pod_name,
+        "spark.kubernetes.executor.podNamePrefix": f"{pod.job}-{TASKMANAGER_ROLE}",
+        f"spark.kubernetes.executor.label.{JOB_LABEL}": pod.job,
+        f"spark.kubernetes.executor.label.{ROLE_LABEL}": TASKMANAGER_ROLE,
+        # One TaskManager per executor pod: as many executors as TaskManagers, one task slot each.
+        "spark.executor.instances": str(taskmanagers),
+        "spark.executor.cores": "1",
+        "spark.task.cpus": "1",
+        "spark.dynamicAllocation.enabled": "false",
+    }
+    if pod.image is not None:
+        conf["spark.kubernetes.container.image"] = pod.image
+    if pod.service_account is not None:
+        conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = pod.service_account
+    if pod.pod_template_file is not None:
+        conf["spark.kubernetes.executor.podTemplateFile"] = pod.pod_template_file
+        conf["spark.kubernetes.executor.podTemplateContainerName"] = pod.template_container
+    return conf
+
+
+def coordinator_pod_from_env(env: Mapping[str, str], job: str | None = None) -> CoordinatorPod:
+    """The coordinator pod as its environment describes it (downward API and the kubelet's variables).
+
+    The job name is `job` if given, else the pod name without its `-coordinator` suffix (the operator
+    names the pod `<job>-coordinator`).
+    """
+    missing = [name for name in (*POD_ENV, *API_ENV) if not env.get(name)]
+    if missing:
+        raise SparkSetupError(
+            "--master k8s://... runs the coordinator as a Spark driver inside a pod, but "
+            f"{', '.join(missing)} is not set: give the coordinator container POD_NAME, POD_NAMESPACE "
+            "and POD_IP from the downward API (metadata.name, metadata.namespace, status.podIP)"
+        )
+    pod_name = env["POD_NAME"]
+    return CoordinatorPod(
+        job=job or pod_name.removesuffix(COORDINATOR_SUFFIX),
+        namespace=env["POD_NAMESPACE"],
+        pod_name=pod_name,
+        pod_ip=env["POD_IP"],
+        api_host=env["KUBERNETES_SERVICE_HOST"],
+        api_port=env["KUBERNETES_SERVICE_PORT"],
+    )

@@ -1,0 +1,40 @@
+"""What runs inside a Spark barrier task: one TaskManager, from registration until the job ends.
+
+This module is imported in Spark's Python workers (locally, and in executor pods on Kubernetes); it
+needs only the TaskManager and PySpark's task context.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+# Spark's Kubernetes backend puts the executor pod's IP into the executor's environment; the Python
+# worker inherits it. The TaskManager's data port listens there so that the other pods can reach it.
+POD_IP_ENV = "SPARK_EXECUTOR_POD_IP"
+
+
+class TaskManagerExited(RuntimeError):
+    """A TaskManager ended without being told to: the barrier task fails, and with it the stage."""
+
+
+def taskmanager_bind_host(default: str) -> str:
+    return os.environ.get(POD_IP_ENV) or default
+
+
+def run_barrier_task(coordinator: str, default_bind_host: str, _partition: Iterable[int]) -> Iterator[int]:
+    """The body of one barrier task: TaskManager number `partitionId()` until the coordinator ends it."""
+    from pyspark import BarrierTaskContext
+
+    from sluice.engine.taskmanager import run_taskmanager
+
+    index = BarrierTaskContext.get().partitionId()
+    code = run_taskmanager(coordinator, index, taskmanager_bind_host(default_bind_host))
+    if code != 0:
+        # Failing the task fails the whole barrier stage at once: Spark kills the other TaskManagers
+        # instead of leaving them waiting for a peer that is gone.
+        raise TaskManagerExited(
+            f"TaskManager {index} (pid {os.getpid()}) lost its connection to the coordinator at "
+            f"{coordinator} (exit code {code})"
+        )
+    yield code
