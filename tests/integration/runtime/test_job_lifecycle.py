@@ -8,6 +8,7 @@ from pathlib import Path
 
 from testkit.checkpoints import PIPELINES
 from testkit.jobs import REPO, SLUICE, SluiceJob, run_job
+from testkit.outputs import assert_same_output, read_output, w1_reference
 
 
 def test_failing_job_exits_non_zero_with_the_error_after_its_restarts(tmp_path: Path) -> None:
@@ -76,3 +77,24 @@ def test_status_prints_the_job_and_cancel_ends_it(tmp_path: Path) -> None:
         check=False,
     )
     assert unreachable.returncode == 1 and "cannot reach the coordinator" in unreachable.stderr
+
+
+def test_pipeline_can_be_given_as_an_importable_module(tmp_path: Path) -> None:
+    package = tmp_path / "jobs"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "w1.py").write_text((REPO / "examples" / "w1_window_counts.py").read_text())
+    done = run_job(
+        "jobs.w1",
+        "--arg",
+        "n=10000",
+        "--arg",
+        f"out={tmp_path / 'out'}",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert_same_output(read_output(str(tmp_path / "out")), w1_reference(10_000))
