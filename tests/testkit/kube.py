@@ -11,6 +11,7 @@ on an existing cluster it is None, since real kubelets run the pods there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,10 +20,10 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import pytest
 import yaml
@@ -34,6 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CRDS_DIR = REPO_ROOT / "crds"
 BINARIES_SCRIPT = REPO_ROOT / "scripts" / "k8s-binaries.sh"
 EXTERNAL_KUBECONFIG_ENV = "SLUICE_TEST_KUBECONFIG"
+T = TypeVar("T")
 
 
 class KubeCommandError(subprocess.CalledProcessError):
@@ -186,15 +188,43 @@ def _external_env(kubeconfig: Path, workdir: Path) -> KubeEnv:
     return env
 
 
-@pytest.fixture(scope="session")
-def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+class _PerSession(Generic[T]):
+    """One instance per test session, however many conftest files import the fixture.
+
+    Each import registers a fixture definition of its own, and pytest runs a session fixture once per
+    definition: without this, two folders would start two control planes.
+    """
+
+    def __init__(self) -> None:
+        self._value: T | None = None
+        self._stop: Callable[[], None] = lambda: None
+        self._users = 0
+
+    @contextlib.contextmanager
+    def use(self, start: Callable[[], tuple[T, Callable[[], None]]]) -> Iterator[T]:
+        if self._users == 0:
+            self._value, self._stop = start()
+        self._users += 1
+        try:
+            yield cast(T, self._value)
+        finally:
+            self._users -= 1
+            if self._users == 0:
+                self._value = None
+                self._stop()
+
+
+_KUBE_ENV: _PerSession[KubeEnv] = _PerSession()
+_KUBELET: _PerSession[ProcessKubelet | None] = _PerSession()
+
+
+def _start_kube_env(workdir: Path) -> tuple[KubeEnv, Callable[[], None]]:
     external = os.environ.get(EXTERNAL_KUBECONFIG_ENV)
     if external:
-        env = _external_env(Path(external), tmp_path_factory.mktemp("kube"))
+        env = _external_env(Path(external), workdir)
         env.apply_crds()
-        yield env
-        return
-    control_plane = ControlPlane(k8s_bin_dir(), tmp_path_factory.mktemp("kube"))
+        return env, lambda: None
+    control_plane = ControlPlane(k8s_bin_dir(), workdir)
     started = time.monotonic()
     control_plane.start()
     try:
@@ -206,9 +236,16 @@ def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
             helm_home=control_plane.workdir / "helm",
         )
         env.apply_crds()
-        yield env
-    finally:
+    except BaseException:
         control_plane.stop()
+        raise
+    return env, control_plane.stop
+
+
+@pytest.fixture(scope="session")
+def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+    with _KUBE_ENV.use(lambda: _start_kube_env(tmp_path_factory.mktemp("kube"))) as env:
+        yield env
 
 
 def namespace_for(test_name: str) -> str:
@@ -227,15 +264,16 @@ def kube_namespace(kube_env: KubeEnv, request: pytest.FixtureRequest) -> Iterato
     kube_env.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
+def _start_kubelet(kube_env: KubeEnv, state_dir: Path) -> tuple[ProcessKubelet | None, Callable[[], None]]:
+    if kube_env.external:
+        return None, lambda: None  # the cluster's own kubelets run the pods
+    kubelet = ProcessKubelet.start(kube_env.kubeconfig, state_dir)
+    return kubelet, kubelet.stop
+
+
 @pytest.fixture(scope="session")
 def process_kubelet(
     kube_env: KubeEnv, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ProcessKubelet | None]:
-    if kube_env.external:
-        yield None  # the cluster's own kubelets run the pods
-        return
-    kubelet = ProcessKubelet.start(kube_env.kubeconfig, tmp_path_factory.mktemp("kubelet"))
-    try:
+    with _KUBELET.use(lambda: _start_kubelet(kube_env, tmp_path_factory.mktemp("kubelet"))) as kubelet:
         yield kubelet
-    finally:
-        kubelet.stop()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from testkit.kube import KubeEnv
-from testkit.kubelet import SHELL_IMAGE, ProcessKubelet
+from testkit.kubelet import ENTRYPOINT_SCRIPT, SHELL_IMAGE, ProcessKubelet
 
 pytestmark = pytest.mark.kube
 
@@ -339,3 +339,27 @@ def test_a_missing_configmap_keeps_the_pod_pending_until_it_exists(
 
     _wait_pod(kube_env, kube_namespace, "waits", _phase("Succeeded"))
     assert kubelet.container_log(kube_namespace, "waits", "main") == "ready\n"
+
+
+def test_any_other_image_runs_the_project_entrypoint_with_args(
+    kube_env: KubeEnv, kube_namespace: str, kubelet: ProcessKubelet
+) -> None:
+    # No command: the image's ENTRYPOINT, docker/entrypoint.sh, gets the args; it runs unknown modes as is.
+    container = {
+        "name": "main",
+        "image": "sluice:any-tag",
+        "args": ["sh", "-c", "echo mode=$0 home=$SLUICE_HOME"],
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "entrypoint"},
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+    _create(kube_env, kube_namespace, pod)
+
+    done = _wait_pod(kube_env, kube_namespace, "entrypoint", _phase("Succeeded", "Failed"))
+
+    log = kubelet.container_log(kube_namespace, "entrypoint", "main")
+    assert done["status"]["phase"] == "Succeeded", log
+    assert log == f"mode=sh home={ENTRYPOINT_SCRIPT.parents[1]}\n"
