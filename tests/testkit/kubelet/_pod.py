@@ -19,6 +19,7 @@ from ._env import ConfigError, container_env, expand
 from ._images import ImageError, ImageSpec, container_argv, resolve_image
 from ._ips import IpPool
 from ._mountpoints import MountPoints
+from ._objects import PodObjects
 from ._status import Conditions, ContainerRecord, build_status
 from ._volumes import Mount, container_mounts, prepare_volumes
 
@@ -46,46 +47,6 @@ class Runtime:
     mount_points: MountPoints
 
 
-class _Objects:
-    """ConfigMaps, Secrets and service-account tokens of the pod's namespace, read when needed."""
-
-    def __init__(self, api: KubeApi, pod: JsonDict) -> None:
-        self._api, self._pod = api, pod
-        self._ns = pod["metadata"]["namespace"]
-
-    async def _get(self, path: str) -> JsonDict | None:
-        try:
-            return await self._api.get(path)
-        except ApiError as error:
-            if error.status == 404:
-                return None
-            raise ConfigError(str(error)) from error
-
-    async def configmap(self, name: str) -> JsonDict | None:
-        return await self._get(f"/api/v1/namespaces/{self._ns}/configmaps/{name}")
-
-    async def secret(self, name: str) -> JsonDict | None:
-        return await self._get(f"/api/v1/namespaces/{self._ns}/secrets/{name}")
-
-    async def token(self, audience: str | None, expiration_seconds: int) -> str:
-        meta = self._pod["metadata"]
-        account = self._pod["spec"].get("serviceAccountName") or "default"
-        spec: JsonDict = {
-            "expirationSeconds": expiration_seconds,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]},
-        }
-        if audience:
-            spec["audiences"] = [audience]
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-        try:
-            response = await self._api.post(
-                f"/api/v1/namespaces/{self._ns}/serviceaccounts/{account}/token", body
-            )
-        except ApiError as error:
-            raise ConfigError(f"cannot get a token for service account {account}: {error}") from error
-        return str(response["status"]["token"])
-
-
 class PodWorker:
     def __init__(self, rt: Runtime, pod: JsonDict) -> None:
         self._rt = rt
@@ -94,7 +55,7 @@ class PodWorker:
         self.uid, self.name, self.namespace = meta["uid"], meta["name"], meta["namespace"]
         self._path = f"/api/v1/namespaces/{self.namespace}/pods/{self.name}"
         self._dir = rt.state_dir / "pods" / f"{self.namespace}_{self.name}_{self.uid}"
-        self._objects = _Objects(rt.api, pod)
+        self._objects = PodObjects(rt.api, pod)
         self._deleting = asyncio.Event()
         self._gone = False
         self._running: dict[str, tuple[ContainerProcess, asyncio.Future[Exit]]] = {}
