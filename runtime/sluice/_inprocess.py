@@ -11,6 +11,7 @@ and REST API as `sluice run` on an event loop in a background thread and hands b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -33,7 +34,9 @@ class BackgroundJob:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, name=f"sluice-job-{job.config.job_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._main, name=f"sluice-job-{job.config.job_id}", daemon=True
+        )
 
     @property
     def job_id(self) -> str:
@@ -93,10 +96,8 @@ class BackgroundJob:
         """Cancels the job (as SIGTERM does for `sluice run`); returns at once."""
         loop = self._loop
         if loop is not None and not self.done():
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed in between: the job has ended
                 loop.call_soon_threadsafe(self.job.cancel)
-            except RuntimeError:  # the loop closed in between: the job has ended
-                pass
 
 
 def start_job(run_args: Sequence[str], host: TaskManagerHost, default_checkpoint_dir: str) -> BackgroundJob:

@@ -17,6 +17,7 @@ import functools
 import logging
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,27 @@ def start_test_spark(log_dir: Path) -> Any:
     log = SparkLog(log_dir / "spark.log")
     settings = spark_settings(SLOTS, local_master(SLOTS), "sluice tests", log4j_file=str(log.config))
     return start_spark(settings, log)
+
+
+def still_running(pids: list[int], grace_s: float = 2.0) -> list[int]:
+    """Those of `pids` that are running processes (not gone, not zombies) after up to `grace_s`.
+
+    The grace covers a worker that has reported its task's end and is exiting.
+    """
+    deadline = time.monotonic() + grace_s
+    while True:
+        running = [pid for pid in pids if _running(pid)]
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.fixture(scope="module")

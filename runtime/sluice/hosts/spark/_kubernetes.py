@@ -96,9 +96,10 @@ def coordinator_pod_from_env(env: Mapping[str, str], job: str | None = None) -> 
     """
     missing = [name for name in (*POD_ENV, *API_ENV) if not env.get(name)]
     if missing:
+        verb = "is" if len(missing) == 1 else "are"
         raise SparkSetupError(
             "--master k8s://... runs the coordinator as a Spark driver inside a pod, but "
-            f"{', '.join(missing)} is not set: give the coordinator container POD_NAME, POD_NAMESPACE "
+            f"{', '.join(missing)} {verb} not set: give the coordinator container POD_NAME, POD_NAMESPACE "
             "and POD_IP from the downward API (metadata.name, metadata.namespace, status.podIP)"
         )
     pod_name = env["POD_NAME"]

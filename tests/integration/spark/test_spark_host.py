@@ -1,0 +1,193 @@
+"""SparkHost against a real local Spark, with a stand-in coordinator that controls the TaskManagers.
+
+The stand-in speaks the control protocol's framing only: it accepts registrations, reads whatever
+the TaskManagers send, and tells them to shut down when a test says so. Each test thereby decides
+whether TaskManagers stay, fail or end, and checks what the host and Spark do about it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import time
+from typing import Any
+
+import pytest
+
+from sluice.engine.network import encode, read_frame
+from sluice.hosts.spark import SparkHost
+from testkit import spark
+from testkit.spark import still_running
+
+pytestmark = pytest.mark.spark
+spark_context = spark.spark_context
+
+
+class StandInCoordinator:
+    def __init__(self) -> None:
+        self.registrations: list[dict[str, Any]] = []
+        self.writers: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+        self.address = ""
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.address = f"127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self.address
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.append(writer)
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            self.registrations.append(await read_frame(reader))
+            while True:
+                await read_frame(reader)  # heartbeats
+
+    async def registered(self, count: int, timeout: float = 120) -> list[int]:
+        deadline = time.monotonic() + timeout
+        while len(self.registrations) < count:
+            assert time.monotonic() < deadline, f"{len(self.registrations)} of {count} registered"
+            await asyncio.sleep(0.05)
+        return [r["pid"] for r in self.registrations]
+
+    async def shut_down_taskmanagers(self) -> None:
+        for writer in self.writers:
+            writer.write(encode({"type": "shutdown"}))
+            await writer.drain()
+
+    async def close(self) -> None:
+        for writer in self.writers:
+            writer.close()
+        if self._server is not None:
+            self._server.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _group_stages(context: Any, group: str) -> list[Any]:
+    tracker = context.statusTracker()
+    return [
+        tracker.getStageInfo(stage)
+        for job in tracker.getJobIdsForGroup(group)
+        for stage in tracker.getJobInfo(job).stageIds
+    ]
+
+
+def test_taskmanagers_register_from_spark_python_workers_on_loopback(spark_context: Any) -> None:
+    async def scenario() -> list[dict[str, Any]]:
+        coordinator = StandInCoordinator()
+        host = SparkHost(spark_context)
+        await host.start(2, await coordinator.start(), attempt=0)
+        await coordinator.registered(2)
+        await coordinator.shut_down_taskmanagers()
+        await host.stop(grace_s=30)
+        await coordinator.close()
+        return coordinator.registrations
+
+    registrations = asyncio.run(scenario())
+    assert sorted(r["tm"] for r in registrations) == [0, 1], "partition ids are the TaskManager indexes"
+    assert {r["host"] for r in registrations} == {"127.0.0.1"}
+    assert all(r["pid"] != os.getpid() for r in registrations), "TaskManagers run outside the driver"
+
+
+def test_unreachable_coordinator_fails_the_stage_and_wait_lost_says_why(spark_context: Any) -> None:
+    async def scenario(host: SparkHost) -> str:
+        await host.start(2, f"127.0.0.1:{_free_port()}", attempt=0)
+        try:
+            return await asyncio.wait_for(host.wait_lost(), 120)
+        finally:
+            await host.stop()
+
+    host = SparkHost(spark_context)
+    reason = asyncio.run(scenario(host))
+    assert reason.startswith(f"the TaskManager stage {host.job_group(0)} failed: ")
+    assert "ConnectionRefusedError" in reason, reason
+    assert len(reason) < 700, "one readable line, not Spark's stack traces"
+    (stage,) = _group_stages(spark_context, host.job_group(0))
+    assert stage.currentAttemptId == 0, "Spark must not resubmit a failed barrier stage"
+
+
+def test_killed_taskmanager_fails_the_stage_and_spark_starts_no_replacement(spark_context: Any) -> None:
+    async def scenario(host: SparkHost) -> tuple[str, list[int], int]:
+        coordinator = StandInCoordinator()
+        await host.start(2, await coordinator.start(), attempt=0)
+        pids = await coordinator.registered(2)
+        os.kill(pids[1], signal.SIGKILL)
+        reason = await asyncio.wait_for(host.wait_lost(), 60)
+        await asyncio.sleep(3)  # time in which a retried task or stage would have registered again
+        registrations = len(coordinator.registrations)
+        await host.stop()
+        await coordinator.close()
+        return reason, pids, registrations
+
+    host = SparkHost(spark_context)
+    reason, pids, registrations = asyncio.run(scenario(host))
+    assert "Python worker exited unexpectedly" in reason, reason
+    assert registrations == 2, "no TaskManager was started again by Spark"
+    assert still_running(pids) == [], "the surviving TaskManager was ended with the stage"
+    (stage,) = _group_stages(spark_context, host.job_group(0))
+    assert stage.currentAttemptId == 0 and stage.numActiveTasks == 0
+
+
+def test_stop_cancels_the_stage_and_leaves_nothing_running(spark_context: Any) -> None:
+    async def scenario(host: SparkHost) -> tuple[list[int], float]:
+        coordinator = StandInCoordinator()
+        await host.start(2, await coordinator.start(), attempt=3)
+        pids = await coordinator.registered(2)
+        # The TaskManagers are not told to shut down: stop() must end them through Spark.
+        started = time.monotonic()
+        await host.stop()
+        took = time.monotonic() - started
+        await coordinator.close()
+        return pids, took
+
+    host = SparkHost(spark_context)
+    pids, took = asyncio.run(scenario(host))
+    assert still_running(pids) == [], "every TaskManager process has exited"
+    assert all(stage.numActiveTasks == 0 for stage in _group_stages(spark_context, host.job_group(3)))
+    assert spark_context.statusTracker().getActiveJobsIds() == []
+    assert took < 30, f"stop took {took:.1f}s"
+
+
+def test_stage_ending_while_the_job_runs_is_a_lost_taskmanager(spark_context: Any) -> None:
+    async def scenario(host: SparkHost) -> str:
+        coordinator = StandInCoordinator()
+        await host.start(1, await coordinator.start(), attempt=0)
+        await coordinator.registered(1)
+        await coordinator.shut_down_taskmanagers()  # not by the host's stop(): unexpected for it
+        try:
+            return await asyncio.wait_for(host.wait_lost(), 60)
+        finally:
+            await host.stop()
+            await coordinator.close()
+
+    reason = asyncio.run(scenario(SparkHost(spark_context)))
+    assert "ended while the job was running" in reason, reason
+
+
+def test_graceful_stop_lets_taskmanagers_finish_their_tasks(spark_context: Any) -> None:
+    async def scenario(host: SparkHost) -> list[int]:
+        coordinator = StandInCoordinator()
+        await host.start(2, await coordinator.start(), attempt=0)
+        pids = await coordinator.registered(2)
+        lost = asyncio.ensure_future(host.wait_lost())
+        await coordinator.shut_down_taskmanagers()
+        await host.stop(grace_s=30)
+        await asyncio.sleep(0.5)
+        assert not lost.done(), "an ending the host asked for is not a lost TaskManager"
+        lost.cancel()
+        await coordinator.close()
+        return pids
+
+    host = SparkHost(spark_context)
+    pids = asyncio.run(scenario(host))
+    tracker = spark_context.statusTracker()
+    (job,) = tracker.getJobIdsForGroup(host.job_group(0))
+    assert tracker.getJobInfo(job).status == "SUCCEEDED", "the tasks ended by themselves, not cancelled"
+    assert still_running(pids) == []
