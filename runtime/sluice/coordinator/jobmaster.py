@@ -24,6 +24,7 @@ from sluice.checkpoint.storage import CheckpointStorage, read_metadata
 from sluice.coordinator.control import ControlServer, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import read_result, write_result
+from sluice.coordinator.savepoints import SavepointOperations, StopRequest
 from sluice.coordinator.validation import validate_restore
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
@@ -52,15 +53,7 @@ class _AttemptEnded(Exception):
         self.outcome, self.reason = outcome, reason
 
 
-@dataclass
-class StopRequest:
-    drain: bool
-    target_dir: str
-    done: asyncio.Future[str]
-    savepoint_triggered: bool = False
-
-
-class JobMaster:
+class JobMaster(SavepointOperations):
     def __init__(self, graph: JobGraph, config: JobConfig, host: TaskManagerHost) -> None:
         self.graph = graph
         self.config = config
@@ -79,6 +72,7 @@ class JobMaster:
         self.checkpoints: CheckpointCoordinator | None = None
         self.history_counts = {"completed": 0, "failed": 0}
         self.stop_request: StopRequest | None = None
+        self._default_savepoint_dir = config.savepoint_dir
         self.ended = asyncio.Event()
         self.result: dict[str, Any] | None = None
         self._events: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
@@ -340,81 +334,6 @@ class JobMaster:
 
     def cancel(self) -> None:
         self._events.put_nowait(("canceled", "canceled by request"))
-
-    async def trigger_savepoint(self, target_dir: str | None) -> str:
-        """Takes a savepoint while the job keeps running; returns its path."""
-        target = self._savepoint_target(target_dir)
-        await asyncio.to_thread(self.storage.probe_writable, target)
-        if self.state != "RUNNING":
-            raise RuntimeError(f"the job is {self.state}, a savepoint needs it RUNNING")
-        done = self._trigger("savepoint", target)
-        if done is None:
-            raise RuntimeError(
-                "the savepoint was declined: " + (self.checkpoints.history[-1].error or "")
-                if self.checkpoints
-                else ""
-            )
-        metadata = await done
-        path = metadata.get("_location") or self.storage.savepoint_location(target, metadata["checkpointId"])
-        self.last_savepoint = path
-        return path
-
-    def _savepoint_target(self, target_dir: str | None) -> str:
-        target = target_dir or self.config.savepoint_dir
-        if not target:
-            raise ValueError(
-                "no savepoint directory: pass targetDirectory / --savepoint-dir, "
-                "or start the job with --savepoint-dir"
-            )
-        return target
-
-    async def stop_with_savepoint(self, drain: bool, target_dir: str | None) -> str:
-        """Stops the sources, lets every task finish (drain) or just end (no drain), takes the savepoint.
-
-        The job then ends FINISHED. When the savepoint fails, the job is restarted from its latest
-        checkpoint and keeps running; the error is raised.
-        """
-        target = self._savepoint_target(target_dir)
-        await asyncio.to_thread(self.storage.probe_writable, target)
-        if self.state != "RUNNING" or self.stop_request is not None:
-            raise RuntimeError(
-                f"the job is {self.state}{' and already stopping' if self.stop_request else ''}"
-            )
-        request = StopRequest(drain, target, asyncio.get_running_loop().create_future())
-        self.stop_request = request
-        self._control.broadcast({"type": "stop", "drain": drain})
-        try:
-            return await request.done
-        finally:
-            self.stop_request = None
-
-    def _maybe_stop_savepoint(self) -> None:
-        request = self.stop_request
-        if request is None or request.savepoint_triggered or not self._all("END_OF_DATA", "FINISHED"):
-            return
-        assert self.checkpoints is not None
-        if self.checkpoints.pending:
-            return
-        request.savepoint_triggered = True
-        done = self._trigger("savepoint", request.target_dir, "drain" if request.drain else "no-drain")
-
-        def settle(future: asyncio.Future[dict[str, Any]] | None) -> None:
-            if request.done.done():
-                return
-            if future is None or future.cancelled() or future.exception() is not None:
-                reason = "declined" if future is None or future.cancelled() else str(future.exception())
-                request.done.set_exception(RuntimeError(f"stop-with-savepoint failed: {reason}"))
-                # The sources have stopped already: go back to running from the latest checkpoint.
-                self._events.put_nowait(("failed", f"stop-with-savepoint failed ({reason}); resuming"))
-                return
-            metadata = future.result()
-            self.last_savepoint = metadata["_location"]
-            request.done.set_result(metadata["_location"])
-
-        if done is None:
-            settle(None)
-        else:
-            done.add_done_callback(settle)
 
     # -- for the REST API and progress ------------------------------------------------------------------
 
