@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sluice.hosts.spark._class_data import java_options
 from sluice.hosts.spark._errors import SparkSetupError
 from sluice.hosts.spark._settings import is_local
 
@@ -61,6 +62,15 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
         # interfaces and warns when the host name resolves to loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log.write_config()
+    settings = dict(settings)
+    if SparkContext._gateway is None:
+        import pyspark
+        from pyspark.find_spark_home import _find_spark_home
+
+        sharing = java_options(pyspark.__version__, _find_spark_home())
+        settings["spark.driver.extraJavaOptions"] = " ".join(
+            [*sharing, settings.get("spark.driver.extraJavaOptions", "")]
+        ).strip()
     conf = SparkConf().setAll(list(settings.items()))
     gateway = None
     if SparkContext._gateway is None:

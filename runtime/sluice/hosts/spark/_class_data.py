@@ -1,0 +1,104 @@
+"""A class-data-sharing archive of Spark's classes, so that later driver JVMs start about 2 s sooner.
+
+Most of a cold Spark start is the JVM loading and verifying some ten thousand classes from Spark's jars.
+Java 13+ can dump the classes an application loaded into an archive when the JVM exits
+(`-XX:ArchiveClassesAtExit`) and map that archive at the next start (`-XX:SharedArchiveFile`). The first
+`sluice run` on a machine writes the archive (the dump happens after the job, as the JVM exits); every
+later one starts from it. An archive that does not match the JVM or the class path is ignored by the
+JVM (with a note in Spark's log), so a stale archive costs speed, never correctness.
+
+The archive lives in `$SLUICE_CACHE_DIR` (default `~/.cache/sluice`), one per Spark version, Spark home
+and Java binary. `SLUICE_CACHE_DIR=off` disables it; an unwritable cache directory does too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+# Without /proc to tell whether the dumping JVM still runs: a dump younger than this may be unfinished.
+_SETTLED_S = 60.0
+
+
+def cache_dir(env: Mapping[str, str]) -> Path | None:
+    configured = env.get("SLUICE_CACHE_DIR")
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sluice"
+
+
+def _java(env: Mapping[str, str]) -> str | None:
+    # The JVM spark-submit runs: $JAVA_HOME/bin/java, else `java` on the PATH.
+    home = env.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return os.path.realpath(found) if found and os.path.exists(found) else None
+
+
+def archive_path(directory: Path, spark_version: str, spark_home: str, java: str) -> Path:
+    identity = f"{spark_version}\0{os.path.realpath(spark_home)}\0{java}\0{os.stat(java).st_mtime_ns}"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return directory / f"spark-{spark_version}-{digest}.jsa"
+
+
+def java_options(spark_version: str, spark_home: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """JVM options that use the archive, or that write it when this JVM exits; [] when unavailable."""
+    env = os.environ if env is None else env
+    directory, java = cache_dir(env), _java(env)
+    if directory is None or java is None:
+        return []
+    archive = archive_path(directory, spark_version, spark_home, java)
+    _adopt_settled_dumps(archive)
+    if archive.exists():
+        return [f"-XX:SharedArchiveFile={archive}"]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        return []
+    # Each JVM dumps to a file of its own; a later start adopts a finished one (no two writers).
+    return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}-{time.time_ns()}.tmp"]
+
+
+def _adopt_settled_dumps(archive: Path) -> None:
+    dumps = sorted(archive.parent.glob(archive.name + ".*.tmp"))
+    if not dumps:
+        return
+    writing = _paths_in_running_commands(dumps)
+    now = time.time()
+    for dump in dumps:
+        try:
+            finished = dump not in writing if writing is not None else now - dump.stat().st_mtime > _SETTLED_S
+            settled = finished and dump.stat().st_size > 0
+            if settled and not archive.exists():
+                os.replace(dump, archive)
+            elif settled:
+                dump.unlink()
+        except OSError:
+            continue  # another start adopted or removed it
+
+
+def _paths_in_running_commands(paths: list[Path]) -> set[Path] | None:
+    """Those of `paths` named on the command line of a running process (a JVM still dumping there)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    wanted = {str(p).encode(): p for p in paths}
+    found: set[Path] = set()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        found.update(path for text, path in wanted.items() if text in command)
+    return found
