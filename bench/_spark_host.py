@@ -7,11 +7,16 @@
 - `job_events_per_s`: n / (job start - job end), with the TaskManagers' start (warm Spark);
 - `first_record_cold_s`: from the start of a `sluice run` process (cold: a new Spark JVM for the Spark
   host) to the first record reaching the source's output, from separate shorter runs;
-- `first_record_warm_s`: the same for a job started in a process that already runs Spark
-  (`sluice._inprocess`, the way tests and a long-lived driver run jobs);
+- `first_record_warm_s`: the same for a job started in a process that already runs Spark and has run
+  a first stage (`sluice._inprocess`, the way tests and a long-lived driver run jobs); the one-time
+  costs are reported apart: `spark_context_start_s` (JVM and SparkContext) and `spark_first_stage_s`
+  (the first stage, which starts PySpark's worker daemon);
 - `taskmanager_peak_rss_mb`: the largest peak resident set (VmHWM) of one TaskManager process; on the
   Spark host that is the Python worker Spark forked for the barrier task, which shares the pages of
-  PySpark's daemon it was forked from.
+  PySpark's daemon it was forked from; `taskmanager_peak_pss_mb` counts shared pages for their share.
+
+n should make a run last several seconds: at about 1M events/s on this machine, 2M events are over in
+2 s and the rate is dominated by noise; 6M gives steadier figures.
 
 The first record is seen by wrapping W1's source: the first batch a split reader returns writes the
 time to a file (once per reader, so the cost is nil per record). Everything else is W1 unchanged.
@@ -155,11 +160,12 @@ def cold_first_record(host: str, pipeline: Path, n: int, run_dir: Path) -> dict[
 
 
 class _PeakRss(threading.Thread):
-    """Samples the TaskManagers' peak resident set (VmHWM) through the job's REST API."""
+    """Samples the TaskManagers' peak resident set (VmHWM) and largest PSS through the job's REST API."""
 
     def __init__(self, rest_url: str) -> None:
         super().__init__(daemon=True)
         self.rest_url, self.peaks, self._done = rest_url, {}, threading.Event()
+        self.pss: dict[int, int] = {}
 
     def run(self) -> None:
         while not self._done.wait(0.2):
@@ -169,9 +175,12 @@ class _PeakRss(threading.Thread):
             except OSError:
                 continue
             for pid in pids:
-                kib = _vm_hwm_kib(pid)
+                kib = _status_kib(pid, "/status", "VmHWM:")
                 if kib:
                     self.peaks[pid] = max(self.peaks.get(pid, 0), kib)
+                # Proportional set size: pages shared with other processes (a forked worker shares
+                # PySpark's modules with its daemon) count for their share only.
+                self.pss[pid] = max(self.pss.get(pid, 0), _status_kib(pid, "/smaps_rollup", "Pss:"))
 
     def stop(self) -> dict[int, int]:
         self._done.set()
@@ -179,10 +188,10 @@ class _PeakRss(threading.Thread):
         return self.peaks
 
 
-def _vm_hwm_kib(pid: int) -> int:
+def _status_kib(pid: int, file: str, field: str) -> int:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}{file}").read_text().splitlines():
+            if line.startswith(field):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -200,6 +209,7 @@ def warm_run(host: Any, pipeline: Path, n: int, run_dir: Path) -> dict[str, floa
     sampler.start()
     result = job.wait(900)
     peaks = sampler.stop()
+    pss = sampler.pss
     if result["state"] != "FINISHED":
         raise RuntimeError(f"W1 on {host.name} ended {result['state']}: {result.get('error')}")
     first = _first_record(run_dir / "probe")
@@ -210,6 +220,7 @@ def warm_run(host: Any, pipeline: Path, n: int, run_dir: Path) -> dict[str, floa
         "job_events_per_s": n / (end - started),
         "first_record_s": first - started,
         "taskmanager_peak_rss_mb": max(peaks.values(), default=0) / 1024,
+        "taskmanager_peak_pss_mb": max(pss.values(), default=0) / 1024,
     }
 
 
@@ -233,6 +244,13 @@ def compare_w1(n: int, rounds: int = 3, cold_n: int = 200_000, workdir: Path | N
     )
     spark_start_s = time.monotonic() - started
     try:
+        # The first stage of a SparkContext also starts PySpark's worker daemon (imports included):
+        # a one-time cost, reported on its own so that the warm figures are those of a running driver.
+        started = time.monotonic()
+        # (A lambda travels by value: this module need not be importable in Spark's workers.)
+        stage = context.parallelize(range(TASKMANAGERS), TASKMANAGERS).barrier()
+        stage.mapPartitions(lambda partition: iter(())).collect()
+        first_stage_s = time.monotonic() - started
         hosts = {"processes": ProcessHost(), "spark": SparkHost(context)}
         for r in range(rounds):
             for name in HOSTS if r % 2 == 0 else HOSTS[::-1]:
@@ -242,6 +260,7 @@ def compare_w1(n: int, rounds: int = 3, cold_n: int = 200_000, workdir: Path | N
                     job_events_per_s=warm["job_events_per_s"],
                     first_record_warm_s=warm["first_record_s"],
                     taskmanager_peak_rss_mb=warm["taskmanager_peak_rss_mb"],
+                    taskmanager_peak_pss_mb=warm["taskmanager_peak_pss_mb"],
                 )
     finally:
         context.stop()
@@ -255,6 +274,7 @@ def compare_w1(n: int, rounds: int = 3, cold_n: int = 200_000, workdir: Path | N
         "cold_n": cold_n,
         "rounds": rounds,
         "spark_context_start_s": spark_start_s,
+        "spark_first_stage_s": first_stage_s,
         "runs": runs,
         "median": medians,
         "spark_vs_processes_events_per_s": medians["spark"]["events_per_s"]

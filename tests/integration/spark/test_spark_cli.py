@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from testkit.jobs import REPO, SLUICE
+from testkit.jobs import REPO, SLUICE, SluiceJob
 from testkit.outputs import assert_same_output, read_output, w1_reference
+from testkit.spark import still_running
 
 W1 = REPO / "examples" / "w1_window_counts.py"
 
@@ -87,3 +90,50 @@ def test_unusable_spark_settings_exit_2_before_starting_spark(
     assert done.returncode == 2, done.stderr
     assert "sluice: error: " in done.stderr and message in done.stderr
     assert "Spark's log" not in done.stderr, "refused before any JVM started"
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.spark
+def test_sigterm_cancels_the_job_and_leaves_no_taskmanager_and_no_jvm(tmp_path: Path) -> None:
+    log = tmp_path / "spark.log"
+    job = SluiceJob(
+        REPO / "examples" / "unbounded_counts.py",
+        "--host",
+        "spark",
+        "--arg",
+        f"out={tmp_path / 'out'}",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+        "--checkpoint-interval",
+        "300ms",
+        "--spark-log",
+        str(log),
+    )
+    try:
+        job.wait_checkpoints(1, timeout=120)
+        pids = job.taskmanager_pids()
+        assert _processes_mentioning(str(log)), "the driver JVM runs with this job's log configuration"
+        job.process.send_signal(signal.SIGTERM)
+        code = job.wait(60)
+    finally:
+        job.kill()
+    assert code == 1 and "CANCELED" in job.stderr, job.stderr
+    assert still_running(pids) == []
+    # The JVM exits with its Python parent (it may first write the class-data archive, see cli.md).
+    deadline = time.monotonic() + 30
+    while _processes_mentioning(str(log)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_mentioning(str(log)) == []
