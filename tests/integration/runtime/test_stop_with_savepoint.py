@@ -1,6 +1,6 @@
 """FLIP-34 through the CLI and REST: stop with drain (TERMINATE), without (SUSPEND), plain savepoints.
 
-Stop with and without drain, and the resume, run on both hosts (the `runner` fixture).
+Everything but the request validation runs on both hosts (the `runner` fixture).
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(runner: Runn
     assert_same_output(read_output(str(out)), reference)
 
 
-def test_plain_savepoint_keeps_the_job_running(tmp_path: Path) -> None:
-    job = SluiceJob(
+def test_plain_savepoint_keeps_the_job_running(runner: Runner, tmp_path: Path) -> None:
+    job = runner.start(
         UNBOUNDED,
         "--arg",
         f"out={tmp_path / 'out'}",
@@ -143,10 +143,10 @@ def test_plain_savepoint_keeps_the_job_running(tmp_path: Path) -> None:
         job.kill()
 
 
-def test_failing_savepoint_leaves_the_job_running(tmp_path: Path) -> None:
+def test_failing_savepoint_leaves_the_job_running(runner: Runner, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the savepoint directory should be")
-    job = SluiceJob(
+    job = runner.start(
         UNBOUNDED,
         "--arg",
         f"out={tmp_path / 'out'}",
