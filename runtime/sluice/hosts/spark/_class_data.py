@@ -1,4 +1,4 @@
-"""A class-data-sharing archive of Spark's classes, so that later driver JVMs start about 2 s sooner.
+"""A class-data-sharing archive of Spark's classes, so that later driver JVMs start 2 s or more sooner.
 
 Most of a cold Spark start is the JVM loading and verifying some ten thousand classes from Spark's jars.
 Java 13+ can dump the classes an application loaded into an archive when the JVM exits
