@@ -3,7 +3,8 @@
     sluice run examples/unbounded_counts.py --arg out=/tmp/counts --arg rate=5000 --parallelism 2 \
         --checkpoint-dir file:///tmp/chk --savepoint-dir file:///tmp/savepoints
 
-Record i has key i % keys and event time i * ms_per_record; each window result is [key, count, sum of i].
+Record i has key i % keys and event time i * ms_per_record; each window result is
+[key, window start in seconds, count, sum of i], so every line can be checked on its own.
 Stop it with `sluice stop --address URL [--drain]`; resume with `--from-savepoint PATH`.
 """
 
@@ -19,9 +20,9 @@ def build(env: sluice.StreamEnvironment) -> None:
     (
         env.from_source(GeneratorSource(lambda i: i, splits=2, rate=rate), uid="generator")
         .assign_timestamps(lambda i: i * ms_per_record, max_out_of_orderness_ms=1000, uid="ts")
-        .map(lambda i: (i % keys, 1, i), uid="pair")
+        .map(lambda i: (i % keys, i * ms_per_record // 1000, 1, i), uid="pair")
         .key_by(lambda e: e[0])
         .window(TumblingEventTimeWindows.of_millis(1000))
-        .reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2]), uid="count")
+        .reduce(lambda a, b: (a[0], a[1], a[2] + b[2], a[3] + b[3]), uid="count")
         .sink_to(FileSink(env.args["out"]), uid="sink")
     )
