@@ -2,13 +2,17 @@
 
     .venv/bin/python bench/w1.py [--n 2000000] [--repeat 3]
 
-Runs, interleaved `--repeat` times on this machine: Sluice on the process host, Sluice on the Spark host
-(local[2]), and the same logic on PySpark Structured Streaming (bench/_structured_streaming.py). Prints
-one table: events per second, the ratio to Structured Streaming, CPU seconds, peak memory per
-TaskManager, and whether every window was emitted. Rates use each engine's job time: for Sluice from
-the coordinator's start of the job to its result (TaskManager start-up included), for Structured
-Streaming from the query's start() to the end of awaitTermination() (SparkSession start-up excluded;
-shown apart). Medians are reported; each run's figures are listed below the table.
+Table 1 (issue 2): runs, interleaved `--repeat` times on this machine, Sluice on the process host,
+Sluice on the Spark host (local[2]), and the same logic on PySpark Structured Streaming
+(bench/_structured_streaming.py): events per second, the ratio to Structured Streaming, CPU seconds,
+peak memory per TaskManager, and whether every window was emitted. Rates use each engine's job time:
+for Sluice from the coordinator's start of the job to its result (TaskManager start-up included, each
+run a fresh `sluice run` process), for Structured Streaming from the query's start() to the end of
+awaitTermination() (SparkSession start-up excluded; shown apart). Medians; each run is listed below.
+
+Table 2 (issue 4): the Spark host against the process host (bench/_spark_host.py): processing rate
+once records flow, on `--spark-n` events, time to first record cold (new process) and warm (a running
+driver), peak memory per TaskManager.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hosts", default="processes,spark", help="Sluice hosts to run, comma-separated")
+    parser.add_argument("--spark-n", type=int, default=6_000_000, help="events for table 2 (0: skip it)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sluice-w1-"))
     print(f"# W1, n = {args.n:,} ({environment_note()})\n")
@@ -130,6 +135,35 @@ def main() -> None:
     print("\nEach run:")
     for engine, samples in runs.items():
         print(f"- {engine}: " + ", ".join(f"{r['events_per_s']:,.0f}/s" for r in samples))
+    if args.spark_n:
+        _spark_table(args.spark_n, args.repeat)
+
+
+def _spark_table(n: int, rounds: int) -> None:
+    from _spark_host import compare_w1
+
+    result = compare_w1(n, rounds)
+    medians = result["median"]
+    print(f"\n# Spark host vs process host, W1 with n = {n:,}, {rounds} interleaved rounds\n")
+    print(
+        "| host | events/s once records flow | ratio | first record, cold | first record, warm | peak memory |"
+    )
+    print("|---|---|---|---|---|---|")
+    base = medians["processes"]["events_per_s"]
+    for host in ("processes", "spark"):
+        m = medians[host]
+        rss, pss = m["taskmanager_peak_rss_mb"], m["taskmanager_peak_pss_mb"]
+        cold, warm = m["first_record_cold_s"], m["first_record_warm_s"]
+        print(
+            f"| {host} | {m['events_per_s']:,.0f} | {m['events_per_s'] / base:.2f} | {cold:.2f} s "
+            f"| {warm:.2f} s "
+            f"| RSS {rss:.0f} MB, PSS {pss:.0f} MB per TM |"
+        )
+    context_s, stage_s = result["spark_context_start_s"], result["spark_first_stage_s"]
+    print(
+        "\nTarget: Spark host within 10% of the process host. One-time costs of a Spark driver: "
+        f"SparkContext {context_s:.1f} s, first stage {stage_s:.1f} s."
+    )
 
 
 if __name__ == "__main__":
