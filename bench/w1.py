@@ -145,9 +145,7 @@ def _spark_table(n: int, rounds: int) -> None:
     result = compare_w1(n, rounds)
     medians = result["median"]
     print(f"\n# Spark host vs process host, W1 with n = {n:,}, {rounds} interleaved rounds\n")
-    print(
-        "| host | events/s once records flow | ratio | first record, cold | first record, warm | peak memory |"
-    )
+    print("| host | events/s once records flow | ratio | first record cold | first record warm | memory |")
     print("|---|---|---|---|---|---|")
     base = medians["processes"]["events_per_s"]
     for host in ("processes", "spark"):
