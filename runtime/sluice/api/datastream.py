@@ -94,13 +94,18 @@ class DataStream:
         max_out_of_orderness_ms: int = 0,
         uid: str | None = None,
         name: str | None = None,
+        idleness_ms: int | None = None,
     ) -> DataStream:
         if max_out_of_orderness_ms < 0:
             raise ValueError(
                 f"assign_timestamps: max_out_of_orderness_ms must be >= 0, got {max_out_of_orderness_ms}"
             )
         return self._then(
-            "timestamps", uid, name, lambda u: TimestampsOperator(u, extract, max_out_of_orderness_ms), False
+            "timestamps",
+            uid,
+            name,
+            lambda u: TimestampsOperator(u, extract, max_out_of_orderness_ms, idleness_ms),
+            False,
         )
 
     def sink_to(

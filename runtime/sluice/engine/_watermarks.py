@@ -16,6 +16,7 @@ class WatermarkValve:
         self.idle = [False] * num_channels
         self.closed = [False] * num_channels
         self.current = MIN_WATERMARK
+        self._reported_idle = False
 
     def _active(self) -> list[int]:
         return [w for w, i, c in zip(self.watermarks, self.idle, self.closed, strict=True) if not (i or c)]
@@ -29,6 +30,14 @@ class WatermarkValve:
     def on_status(self, channel: int, idle: bool) -> int | None:
         self.idle[channel] = idle
         return self._advance()
+
+    def idleness_changed(self) -> bool | None:
+        """True/False when the subtask as a whole just became idle/active again, else None."""
+        idle = self.all_idle
+        if idle == self._reported_idle:
+            return None
+        self._reported_idle = idle
+        return idle
 
     def on_closed(self, channel: int) -> int | None:
         self.closed[channel] = True

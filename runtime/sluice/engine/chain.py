@@ -9,7 +9,7 @@ from typing import Any
 from sluice.checkpoint.restore import FullyFinished, Share
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.context import Metrics, OperatorContext
-from sluice.engine.events import MAX_WATERMARK, Event, Watermark
+from sluice.engine.events import MAX_WATERMARK, Event, Watermark, WatermarkStatus
 from sluice.engine.operators.base import StreamOperator
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobVertex
@@ -28,6 +28,9 @@ class _ChainedOutput:
     def emit_watermark(self, timestamp: int) -> None:
         self._next.process_watermark(timestamp)
 
+    def emit_idle(self, idle: bool) -> None:
+        self._next.process_idle(idle)
+
 
 class _TaskOutput:
     __slots__ = ("_metrics", "_writers")
@@ -43,6 +46,11 @@ class _TaskOutput:
 
     def emit_watermark(self, timestamp: int) -> None:
         event = Watermark(timestamp)
+        for writer in self._writers:
+            writer.broadcast_event(event)
+
+    def emit_idle(self, idle: bool) -> None:
+        event = WatermarkStatus(idle)
         for writer in self._writers:
             writer.broadcast_event(event)
 

@@ -230,12 +230,10 @@ class StreamTask:
             self.chain.head.process_batch(event.values, event.timestamps)
         elif kind is Watermark:
             advanced = self.valve.on_watermark(channel, event.timestamp)
-            if advanced is not None:
-                self.chain.head.process_watermark(advanced)
+            self._pass_on_time(advanced)
         elif kind is WatermarkStatus:
             advanced = self.valve.on_status(channel, event.idle)
-            if advanced is not None:
-                self.chain.head.process_watermark(advanced)
+            self._pass_on_time(advanced)
         elif kind is CheckpointBarrier:
             result = self.aligner.on_barrier(channel, event)
             if result.aborted is not None:
@@ -251,6 +249,16 @@ class StreamTask:
             await self._on_end_of_data(channel, event.drain)
         elif kind is EndOfPartition:
             await self._on_end_of_partition(channel)
+
+    def _pass_on_time(self, advanced: int | None) -> None:
+        # Becoming active goes first, so downstream counts this input again before its watermark.
+        changed = self.valve.idleness_changed()
+        if changed is False:
+            self.chain.head.process_idle(False)
+        if advanced is not None:
+            self.chain.head.process_watermark(advanced)
+        if changed is True:
+            self.chain.head.process_idle(True)
 
     def _sync_blocked(self) -> None:
         assert self.gate is not None

@@ -26,6 +26,9 @@ class RecordingOutput:
     def emit_watermark(self, timestamp: int) -> None:
         self.events.append(("watermark", timestamp, None))
 
+    def emit_idle(self, idle: bool) -> None:
+        self.events.append(("idle", idle, None))
+
     @property
     def records(self) -> list[Any]:
         return [v for kind, values, _ in self.events if kind == "records" for v in values]

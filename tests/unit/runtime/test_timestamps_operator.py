@@ -66,3 +66,28 @@ def test_empty_batch_emits_nothing() -> None:
 def test_negative_delay_is_refused() -> None:
     with pytest.raises(ValueError, match="'ts': max_out_of_orderness_ms must be >= 0"):
         TimestampsOperator("ts", lambda e: e, max_out_of_orderness_ms=-1)
+
+
+def test_input_without_records_for_the_idleness_timeout_is_marked_idle_then_active_again() -> None:
+    op = TimestampsOperator("ts", lambda e: e, max_out_of_orderness_ms=0, idleness_ms=500)
+    out, _ = start(op)
+    op.process_batch([1000], None)
+    deadline = op.next_processing_timer()
+    assert deadline is not None
+    op.on_processing_time(deadline - 1)
+    assert ("idle", True, None) not in out.events, "not idle before the timeout"
+    op.on_processing_time(deadline)
+    assert out.events[-1] == ("idle", True, None)
+    assert op.next_processing_timer() is None, "an idle input has nothing to time out"
+    op.process_batch([2000], None)
+    assert out.events[-3:] == [("idle", False, None), ("records", [2000], [2000]), ("watermark", 1999, None)]
+
+
+def test_no_idleness_without_a_timeout_and_none_after_finishing() -> None:
+    assert TimestampsOperator("ts", lambda e: e, 0).next_processing_timer() is None
+    op = TimestampsOperator("ts", lambda e: e, 0, idleness_ms=100)
+    start(op)
+    op.stop_processing_timers()
+    assert op.next_processing_timer() is None
+    with pytest.raises(ValueError, match="idleness_ms"):
+        TimestampsOperator("ts", lambda e: e, 0, idleness_ms=0)

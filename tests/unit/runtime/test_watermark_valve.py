@@ -100,3 +100,15 @@ def test_combined_watermark_is_monotonic_and_the_min_of_active_channels(steps: l
         assert valve.current == expected
         assert advanced == (expected if expected > previous else None)
         previous = expected
+
+
+def test_idleness_of_the_whole_subtask_is_reported_once_per_change() -> None:
+    valve = WatermarkValve(2)
+    valve.on_watermark(0, 10)
+    valve.on_status(0, True)
+    assert valve.idleness_changed() is None, "one input still active"
+    valve.on_status(1, True)
+    assert valve.idleness_changed() is True
+    assert valve.idleness_changed() is None, "reported once"
+    valve.on_watermark(1, 20)
+    assert valve.idleness_changed() is False

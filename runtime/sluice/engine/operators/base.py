@@ -19,6 +19,8 @@ from sluice.engine.context import OperatorContext
 class Output(Protocol):
     def emit(self, values: list[Any], timestamps: list[int] | None) -> None: ...
     def emit_watermark(self, timestamp: int) -> None: ...
+    def emit_idle(self, idle: bool) -> None:
+        """Marks this output idle (it will not advance event time for a while) or active again."""
 
 
 class StreamOperator:
@@ -43,6 +45,10 @@ class StreamOperator:
 
     def process_watermark(self, timestamp: int) -> None:
         self.output.emit_watermark(timestamp)
+
+    def process_idle(self, idle: bool) -> None:
+        """Every input went idle (or one became active again): pass it on by default."""
+        self.output.emit_idle(idle)
 
     def end_input(self, input_index: int) -> None:
         pass
