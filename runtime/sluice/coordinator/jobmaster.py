@@ -26,6 +26,7 @@ from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import read_result, write_result
 from sluice.coordinator.savepoints import SavepointOperations, StopRequest
 from sluice.coordinator.validation import validate_restore
+from sluice.coordinator.views import job_view, sum_metrics
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
@@ -337,52 +338,11 @@ class JobMaster(SavepointOperations):
 
     # -- for the REST API and progress ------------------------------------------------------------------
 
+    def taskmanager_links(self) -> list[TaskManagerLink]:
+        return sorted(self._control.links.values(), key=lambda link: link.index)
+
     def totals(self) -> dict[str, int]:
-        total = {"recordsIn": 0, "recordsOut": 0, "lateRecordsDropped": 0}
-        for values in self.metrics.values():
-            for key in total:
-                total[key] += values.get(key, 0)
-        return total
+        return sum_metrics(self.metrics.values())
 
     def as_json(self) -> dict[str, Any]:
-        states = list(self.subtasks.values())
-        vertices = []
-        for vertex in self.graph.vertices:
-            vertices.append(
-                {
-                    "id": vertex.id,
-                    "name": vertex.name,
-                    "uids": vertex.uids,
-                    "parallelism": vertex.parallelism,
-                    "subtasks": [
-                        {
-                            "index": s,
-                            "state": self.subtasks.get((vertex.id, s), "CREATED"),
-                            "taskManager": self.placement.get((vertex.id, s)),
-                        }
-                        for s in range(vertex.parallelism)
-                    ],
-                }
-            )
-        return {
-            "jobId": self.config.job_id,
-            "name": self.graph.name,
-            "state": self.state,
-            "startTime": self.start_ms,
-            "endTime": self.end_ms,
-            "attempt": self.attempt,
-            "restarts": self.restarts,
-            "error": self.error,
-            "lastSavepoint": self.last_savepoint,
-            "subtasks": {
-                "total": len(states),
-                "running": sum(s not in ("FINISHED", "FAILED", "CANCELED") for s in states),
-                "finished": states.count("FINISHED"),
-            },
-            "vertices": vertices,
-            "taskManagers": [
-                {"index": link.index, "host": link.host, "dataPort": link.data_port, "pid": link.pid}
-                for link in sorted(self._control.links.values(), key=lambda link: link.index)
-            ],
-            "metrics": self.totals(),
-        }
+        return job_view(self)
