@@ -1,0 +1,63 @@
+"""Restoring into a changed job: state of a removed operator is refused unless explicitly dropped."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from testkit.jobs import REPO, SLUICE, SluiceJob, run_job
+
+UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
+
+
+def test_state_of_a_removed_operator_needs_allow_non_restored_state(tmp_path: Path) -> None:
+    job = SluiceJob(
+        UNBOUNDED,
+        "--arg",
+        f"out={tmp_path / 'out'}",
+        "--arg",
+        "rate=2000",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+        "--checkpoint-interval",
+        "300ms",
+        "--savepoint-dir",
+        f"file://{tmp_path / 'sp'}",
+    )
+    try:
+        job.wait_checkpoints(1)
+        stop = subprocess.run(
+            [*SLUICE, "stop", "--address", job.rest_url()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert stop.returncode == 0, stop.stderr
+        assert job.wait(60) == 0
+    finally:
+        job.kill()
+    savepoint = stop.stdout.strip().splitlines()[-1]
+    changed = tmp_path / "changed.py"
+    changed.write_text(UNBOUNDED.read_text().replace('uid="count"', 'uid="count-v2"'))
+    options = (
+        "--arg",
+        f"out={tmp_path / 'out2'}",
+        "--arg",
+        "rate=2000",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+        "--from-savepoint",
+        savepoint,
+        "--checkpoint-interval",
+        "300ms",
+    )
+    refused = run_job(changed, *options, timeout=120)
+    assert refused.returncode == 2
+    assert "count" in refused.stderr and "--allow-non-restored-state" in refused.stderr
+    resumed = SluiceJob(changed, *options, "--allow-non-restored-state")
+    try:
+        resumed.wait_checkpoints(1)
+        assert resumed.get("/v1/job")["state"] == "RUNNING"
+    finally:
+        resumed.kill()
