@@ -99,6 +99,7 @@ class StreamTask:
         self._final_checkpoint: int | None = None
         self._done = False
         self._pending_writes: set[asyncio.Task[None]] = set()
+        self._idle_rounds = 0
         self._source = chain.head if isinstance(chain.head, SourceOperator) else None
 
     def is_done(self) -> bool:
@@ -184,6 +185,7 @@ class StreamTask:
                     busy = True
             self._fire_processing_timers()
             if busy:
+                self._idle_rounds = 0
                 if any(w.has_full_batches() for w in self.chain.writers):
                     await self._flush(False)
                 await asyncio.sleep(0)
@@ -191,6 +193,7 @@ class StreamTask:
             await self._flush(True)
             if self.is_done():
                 break
+            self._idle_rounds += 1
             await self._idle_wait(source)
 
     async def _idle_wait(self, source: SourceOperator | None) -> None:
@@ -199,9 +202,11 @@ class StreamTask:
         if timer is not None:
             timeout = max(0.0, min(1.0, (timer - processing_time_ms()) / 1000))
         if source is not None and not self.end_of_data:
-            timeout = (
-                0.001 if self.rate is None else min(timeout or 1.0, max(0.001, BATCH_SIZE / self.rate / 4))
-            )
+            # A source is polled; one that keeps having nothing is polled less and less often (up to
+            # every 50 ms) rather than spinning on an empty split.
+            backoff = min(0.05, 0.001 * 2 ** min(self._idle_rounds, 6))
+            poll = backoff if self.rate is None else max(backoff, BATCH_SIZE / self.rate / 4)
+            timeout = min(timeout or 1.0, poll)
         if self.gate is not None:
             await self.gate.wait(timeout)
         else:
