@@ -5,6 +5,8 @@ Pure functions, checked here; a later issue runs them against a real cluster.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sluice.hosts.spark import (
@@ -26,13 +28,13 @@ POD_ENV = {
 
 
 def pod(**changes: str | None) -> CoordinatorPod:
-    base = coordinator_pod_from_env(POD_ENV)
+    base = coordinator_pod_from_env(POD_ENV, service_account_dir=Path("/nonexistent"))
     fields = {**base.__dict__, **changes}
     return CoordinatorPod(**fields)  # type: ignore[arg-type]
 
 
-def test_pod_from_the_downward_api_and_the_kubelet_environment() -> None:
-    found = coordinator_pod_from_env(POD_ENV)
+def test_pod_from_the_downward_api_and_the_kubelet_environment(tmp_path: Path) -> None:
+    found = coordinator_pod_from_env(POD_ENV, service_account_dir=tmp_path)
     assert found == CoordinatorPod(
         job="orders",
         namespace="streaming",
@@ -41,7 +43,17 @@ def test_pod_from_the_downward_api_and_the_kubelet_environment() -> None:
         api_host="10.96.0.1",
         api_port="443",
     )
-    assert coordinator_pod_from_env(POD_ENV, job="payments").job == "payments"
+    assert coordinator_pod_from_env(POD_ENV, job="payments", service_account_dir=tmp_path).job == "payments"
+
+
+def test_the_service_account_ca_is_trusted_for_the_api_server(tmp_path: Path) -> None:
+    # Spark's client-mode Kubernetes client does not pick up the mounted CA by itself.
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    found = coordinator_pod_from_env(POD_ENV, service_account_dir=tmp_path)
+    assert found.ca_cert_file == str(tmp_path / "ca.crt")
+    conf = kubernetes_conf(found, taskmanagers=1)
+    assert conf["spark.kubernetes.authenticate.caCertFile"] == str(tmp_path / "ca.crt")
+    assert "spark.kubernetes.authenticate.caCertFile" not in kubernetes_conf(pod(), taskmanagers=1)
 
 
 def test_missing_pod_environment_names_every_variable_and_the_fix() -> None:
@@ -58,7 +70,8 @@ def test_client_mode_driver_settings() -> None:
     assert conf["spark.submit.deployMode"] == "client"
     assert conf["spark.kubernetes.namespace"] == "streaming"
     assert conf["spark.driver.host"] == "10.244.1.7", "executors connect back to the pod IP"
-    assert conf["spark.driver.bindAddress"] == "0.0.0.0"
+    # Spark >= 4.1 hands executors the bind address as the driver's address.
+    assert conf["spark.driver.bindAddress"] == "10.244.1.7"
     assert conf["spark.kubernetes.driver.pod.name"] == "orders-coordinator", "owner of the executor pods"
 
 

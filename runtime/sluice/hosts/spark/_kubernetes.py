@@ -6,8 +6,9 @@ creates one executor pod per TaskManager from a pod template, names them `<prefi
 replaced executor gets a new id), and makes the driver pod, named by `spark.kubernetes.driver.pod.name`,
 their owner, so that deleting the coordinator pod deletes its TaskManagers.
 
-Credentials are not set here: inside a pod, Spark's Kubernetes client configures itself from the pod's
-service account (the mounted token, which it re-reads when the kubelet rotates it).
+Credentials: Spark's Kubernetes client takes the pod's service account token by itself, but in client
+mode it does not trust the cluster's CA unless `spark.kubernetes.authenticate.caCertFile` names it (the
+TLS handshake with the API server fails otherwise), so the mounted `ca.crt` is passed on explicitly.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from sluice.hosts.spark._errors import SparkSetupError
 
@@ -25,6 +27,8 @@ COORDINATOR_SUFFIX = "-coordinator"
 # The downward-API variables the operator gives the coordinator container, and the kubelet's own.
 POD_ENV = ("POD_NAME", "POD_NAMESPACE", "POD_IP")
 API_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+# Where the kubelet mounts the pod's service account token and the cluster's CA certificate.
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Room for "-taskmanager-exec-" and an executor id within a 63-character DNS label: Spark also uses
@@ -47,6 +51,8 @@ class CoordinatorPod:
     service_account: str | None = None
     pod_template_file: str | None = None
     template_container: str = "taskmanager"
+    ca_cert_file: str | None = None
+    """The cluster's CA certificate (the service account's `ca.crt`), when the pod has one mounted."""
 
 
 def api_server_master(host: str, port: str) -> str:
@@ -64,9 +70,11 @@ def kubernetes_conf(pod: CoordinatorPod, taskmanagers: int) -> dict[str, str]:
         "spark.master": api_server_master(pod.api_host, pod.api_port),
         "spark.submit.deployMode": "client",
         "spark.kubernetes.namespace": pod.namespace,
-        # Executors connect back to the driver at the pod's IP; it listens on every interface.
+        # Executors connect back to the driver at the pod's IP. Since Spark 4.1 they are given the
+        # driver's bind address, not spark.driver.host (spark.kubernetes.executor.useDriverPodIP), so
+        # the driver binds the pod IP: 0.0.0.0 would send every executor to its own pod.
         "spark.driver.host": pod.pod_ip,
-        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.bindAddress": pod.pod_ip,
         # Makes the coordinator pod the owner of every executor pod (garbage collection with it).
         "spark.kubernetes.driver.pod.name": pod.pod_name,
         "spark.kubernetes.executor.podNamePrefix": f"{pod.job}-{TASKMANAGER_ROLE}",
@@ -85,14 +93,18 @@ def kubernetes_conf(pod: CoordinatorPod, taskmanagers: int) -> dict[str, str]:
     if pod.pod_template_file is not None:
         conf["spark.kubernetes.executor.podTemplateFile"] = pod.pod_template_file
         conf["spark.kubernetes.executor.podTemplateContainerName"] = pod.template_container
+    if pod.ca_cert_file is not None:
+        conf["spark.kubernetes.authenticate.caCertFile"] = pod.ca_cert_file
     return conf
 
 
-def coordinator_pod_from_env(env: Mapping[str, str], job: str | None = None) -> CoordinatorPod:
+def coordinator_pod_from_env(
+    env: Mapping[str, str], job: str | None = None, service_account_dir: Path = SERVICE_ACCOUNT_DIR
+) -> CoordinatorPod:
     """The coordinator pod as its environment describes it (downward API and the kubelet's variables).
 
     The job name is `job` if given, else the pod name without its `-coordinator` suffix (the operator
-    names the pod `<job>-coordinator`).
+    names the pod `<job>-coordinator`). The CA certificate is the one in `service_account_dir`, if any.
     """
     missing = [name for name in (*POD_ENV, *API_ENV) if not env.get(name)]
     if missing:
@@ -103,6 +115,7 @@ def coordinator_pod_from_env(env: Mapping[str, str], job: str | None = None) -> 
             "and POD_IP from the downward API (metadata.name, metadata.namespace, status.podIP)"
         )
     pod_name = env["POD_NAME"]
+    ca_cert = service_account_dir / "ca.crt"
     return CoordinatorPod(
         job=job or pod_name.removesuffix(COORDINATOR_SUFFIX),
         namespace=env["POD_NAMESPACE"],
@@ -110,4 +123,5 @@ def coordinator_pod_from_env(env: Mapping[str, str], job: str | None = None) -> 
         pod_ip=env["POD_IP"],
         api_host=env["KUBERNETES_SERVICE_HOST"],
         api_port=env["KUBERNETES_SERVICE_PORT"],
+        ca_cert_file=str(ca_cert) if ca_cert.is_file() else None,
     )
