@@ -115,7 +115,8 @@ def spark_conf(run: Run) -> dict[str, str]:
             "spark.kubernetes.namespace": run.owner.namespace,
             "spark.kubernetes.driver.pod.name": "$(POD_NAME)",
             "spark.driver.host": "$(POD_IP)",
-            "spark.driver.bindAddress": "0.0.0.0",
+            # Spark >= 4.1 gives executors the bind address as the driver's address: the pod IP.
+            "spark.driver.bindAddress": "$(POD_IP)",
             "spark.driver.port": str(DRIVER_PORT),
             "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
             "spark.kubernetes.executor.podNamePrefix": taskmanager_prefix(run.owner.name),
