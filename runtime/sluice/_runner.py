@@ -145,13 +145,16 @@ async def _progress(job: JobMaster, started: float) -> None:
         _say(f"first records processed {time.monotonic() - started:.1f}s after start")
     while True:
         await asyncio.sleep(2)
-        totals = job.totals()
-        cc = job.checkpoints
-        completed = cc.counts["completed"] if cc else 0
-        failed = cc.counts["failed"] if cc else 0
-        status = job.as_json()["subtasks"]
+        view = job.as_json()
+        # Records read are what the sources emitted; records written are what the sinks took in.
+        read = sum(v["metrics"]["recordsIn"] for v in view["vertices"] if job.graph.vertex(v["id"]).is_source)
+        written = sum(
+            v["metrics"]["recordsOut"] for v in view["vertices"] if not job.graph.vertex(v["id"]).outputs
+        )
+        checkpoints, subtasks = view["checkpoints"], view["subtasks"]
         _say(
-            f"{time.monotonic() - started:6.1f}s {job.state:<10} records in {totals['recordsIn']:,} "
-            f"out {totals['recordsOut']:,} | checkpoints {completed} completed, {failed} failed | "
-            f"subtasks {status['finished']}/{status['total']} finished"
+            f"{time.monotonic() - started:6.1f}s {job.state:<10} "
+            f"records read {read:,}, written {written:,} | "
+            f"checkpoints {checkpoints['completed']} completed, {checkpoints['failed']} failed | "
+            f"subtasks {subtasks['finished']}/{subtasks['total']} finished"
         )
