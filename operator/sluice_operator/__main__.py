@@ -9,6 +9,13 @@ import sys
 
 ENV_NAMESPACES = "SLUICE_OPERATOR_NAMESPACES"
 ENV_PEERING = "SLUICE_OPERATOR_PEERING"
+# Characters that make a --namespace a kopf pattern (glob, negation, list) rather than one namespace.
+_PATTERN_CHARS = frozenset("*?!,")
+
+
+def exact_namespaces(namespaces: list[str] | None) -> bool:
+    """Whether every watched namespace is named exactly, so that none has to be discovered."""
+    return bool(namespaces) and not any(_PATTERN_CHARS & set(ns) for ns in namespaces or ())
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -67,7 +74,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import sluice_operator.handlers  # noqa: F401  (registers the handlers)
 
+    settings = kopf.OperatorSettings()
+    # Kopf lists and watches Namespaces to match namespace patterns. Exact names need no discovery,
+    # and the chart's least-privilege RBAC does not let the operator list Namespaces: kopf would retry
+    # the forbidden listing for about a minute before it falls back to the names it was given. (CRDs
+    # are then looked up once, at start: install them first, as the chart does.)
+    settings.scanning.disabled = exact_namespaces(args.namespace)
     kopf.run(
+        settings=settings,
         clusterwide=args.all_namespaces,
         namespaces=args.namespace or (),
         standalone=args.standalone or args.peering is None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice_operator.__main__ import parse
+from sluice_operator.__main__ import exact_namespaces, parse
 from sluice_operator.models import ConfigError, OperatorConfig
 
 
@@ -59,3 +59,19 @@ def test_namespaces_are_required(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     with pytest.raises(SystemExit):
         parse([])
     assert "say which namespaces to watch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "exact"),
+    [
+        (["jobs"], True),
+        (["jobs-a", "jobs-b"], True),
+        (["jobs-*"], False),
+        (["!kube-system"], False),
+        (["jobs-a,jobs-b"], False),
+        (None, False),  # --all-namespaces
+    ],
+)
+def test_only_namespace_patterns_need_namespace_discovery(namespaces: list[str] | None, exact: bool) -> None:
+    # The chart's namespaced RBAC cannot list Namespaces; exact names must not need to.
+    assert exact_namespaces(namespaces) is exact
