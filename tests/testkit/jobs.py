@@ -172,3 +172,10 @@ def run_job(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Runs another `sluice` command (status, savepoint, stop, cancel) to its end."""
+    return subprocess.run(  # the caller asserts on the return code
+        [*SLUICE, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout, check=False
+    )

@@ -179,68 +179,33 @@ def test_restore_refused_when_a_running_operator_feeds_a_finished_one(tmp_path: 
     assert "fully finished" in refused.stderr
 
 
-def test_union_list_state_partially_finished_declines_the_checkpoint(tmp_path: Path) -> None:
-    out, chk = tmp_path / "out", tmp_path / "chk"
+def _declined_with_a_finished_subtask(tmp_path: Path, *extra: str) -> list[str]:
+    """Runs uneven.py (subtask 0 of the source finishes early) until a checkpoint is declined."""
     job = SluiceJob(
-        PIPELINES / "uneven.py",
-        "--arg",
-        f"out={out}",
-        "--arg",
-        "short=100",
-        "--arg",
-        "long=8000",
-        "--arg",
-        "rate=4000",
-        "--arg",
-        "union_state=1",
-        "--checkpoint-dir",
-        f"file://{chk}",
-        "--checkpoint-interval",
-        "200ms",
-        "--parallelism",
-        "2",
-    )
-    try:
-
-        def declined() -> list[str]:
-            history = job.get("/v1/checkpoints")["history"]
-            return [h["error"] for h in history if h["status"] == "FAILED" and "union" in (h["error"] or "")]
-
-        errors = job.wait_until(declined, 60, "a declined checkpoint")
-    finally:
-        job.kill()
-    assert "'union-counter'" in errors[0] and "union list state" in errors[0]
-
-
-def test_feature_flag_off_declines_checkpoints_once_a_task_finished(tmp_path: Path) -> None:
-    out, chk = tmp_path / "out", tmp_path / "chk"
-    job = SluiceJob(
-        PIPELINES / "uneven.py",
-        "--arg",
-        f"out={out}",
-        "--arg",
-        "short=100",
-        "--arg",
-        "long=8000",
-        "--arg",
-        "rate=4000",
-        "--checkpoint-dir",
-        f"file://{chk}",
-        "--checkpoint-interval",
-        "200ms",
-        "--parallelism",
-        "2",
-        "--no-checkpoints-after-tasks-finish",
-    )
+        PIPELINES / "uneven.py", "--arg", f"out={tmp_path / 'out'}",
+        "--arg", "short=100", "--arg", "long=8000", "--arg", "rate=4000",
+        "--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--checkpoint-interval", "200ms",
+        "--parallelism", "2", *extra,
+    )  # fmt: skip
     try:
 
         def declined() -> list[str]:
             history = job.get("/v1/checkpoints")["history"]
             return [h["error"] for h in history if h["status"] == "FAILED"]
 
-        errors = job.wait_until(declined, 60, "a declined checkpoint")
+        errors: list[str] = job.wait_until(declined, 60, "a declined checkpoint")
+        return errors
     finally:
         job.kill()
+
+
+def test_union_list_state_partially_finished_declines_the_checkpoint(tmp_path: Path) -> None:
+    errors = _declined_with_a_finished_subtask(tmp_path, "--arg", "union_state=1")
+    assert "'union-counter'" in errors[0] and "union list state" in errors[0]
+
+
+def test_feature_flag_off_declines_checkpoints_once_a_task_finished(tmp_path: Path) -> None:
+    errors = _declined_with_a_finished_subtask(tmp_path, "--no-checkpoints-after-tasks-finish")
     assert "checkpoints-after-tasks-finish is off" in errors[0]
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import REPO, SLUICE, SluiceJob, run_job
+from testkit.jobs import REPO, SluiceJob, run_cli, run_job
 from testkit.outputs import assert_same_output, read_output, w1_reference
 
 
@@ -46,36 +45,18 @@ def test_status_prints_the_job_and_cancel_ends_it(tmp_path: Path) -> None:
     )
     try:
         job.wait_checkpoints(1)
-        status = subprocess.run(
-            [*SLUICE, "status", "--address", job.rest_url()],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        status = run_cli("status", "--address", job.rest_url())
         assert status.returncode == 0, status.stderr
         shown = json.loads(status.stdout)
         assert shown["state"] == "RUNNING" and shown["subtasks"] == {"total": 4, "running": 4, "finished": 0}
         assert [v["uids"] for v in shown["vertices"]] == [["generator", "ts", "pair"], ["count", "sink"]]
-        cancel = subprocess.run(
-            [*SLUICE, "cancel", "--address", job.rest_url()],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        cancel = run_cli("cancel", "--address", job.rest_url())
         assert cancel.returncode == 0, cancel.stderr
         assert job.wait(60) == 1
     finally:
         job.kill()
     assert "CANCELED" in job.stderr
-    unreachable = subprocess.run(
-        [*SLUICE, "status", "--address", job.rest_url()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    unreachable = run_cli("status", "--address", job.rest_url())
     assert unreachable.returncode == 1 and "cannot reach the coordinator" in unreachable.stderr
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from testkit.jobs import REPO, SLUICE, SluiceJob, run_job
+from testkit.jobs import REPO, SluiceJob, run_cli, run_job
 
 UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
 
@@ -26,13 +25,7 @@ def test_state_of_a_removed_operator_needs_allow_non_restored_state(tmp_path: Pa
     )
     try:
         job.wait_checkpoints(1)
-        stop = subprocess.run(
-            [*SLUICE, "stop", "--address", job.rest_url()],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        stop = run_cli("stop", "--address", job.rest_url())
         assert stop.returncode == 0, stop.stderr
         assert job.wait(60) == 0
     finally:

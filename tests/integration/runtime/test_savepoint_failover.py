@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import REPO, SLUICE, SluiceJob
+from testkit.jobs import SluiceJob, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
 
@@ -39,14 +38,7 @@ def test_savepoint_failing_after_the_stop_began_restarts_the_job(tmp_path: Path)
     )
     try:
         job.wait_checkpoints(2)
-        stop = subprocess.run(
-            [*SLUICE, "stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{blocked}"],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
-            check=False,
-        )
+        stop = run_cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{blocked}")
         assert stop.returncode == 1, stop.stdout
         assert "savepoint failed" in stop.stderr
         job.wait_until(
