@@ -24,6 +24,13 @@ from .savepoints import SavepointOutlook, ensure_stop_savepoint, periodic_and_cl
 _ENDED = ("FINISHED", "FAILED", "CANCELED")
 _BUSY = (LifecycleState.RUNNING, LifecycleState.STOPPING, LifecycleState.UPGRADING)
 _AT_REST = {JobState.SUSPENDED: LifecycleState.SUSPENDED, JobState.FINISHED: LifecycleState.FINISHED}
+_SETTLING = (
+    LifecycleState.UPGRADING,
+    LifecycleState.STOPPING,
+    LifecycleState.SUSPENDED,
+    LifecycleState.FINISHED,
+    LifecycleState.FAILED,
+)
 
 
 def deployed_hash(ctx: JobContext, obs: Observed) -> str | None:
@@ -73,8 +80,10 @@ def _lifecycle(
     pod = obs.pod
     if pod is not None and pod.terminating:
         plan.soon(1.0)
-        moving = ctx.status.lifecycle_state in (LifecycleState.UPGRADING, LifecycleState.STOPPING)
-        return (ctx.status.lifecycle_state if moving else LifecycleState.DEPLOYING), None
+        # An upgrade or stop under way, or a run that has ended (its pod is deleted once the job is
+        # Finished, Suspended or Failed): the pod going away changes neither.
+        settled = ctx.status.lifecycle_state in _SETTLING
+        return (ctx.status.lifecycle_state if settled else LifecycleState.DEPLOYING), None
     if obs.stray_pods and (pod is None or pod.exited):
         plan.actions.append(DeletePods(tuple(obs.stray_pods), "left over from an earlier run"))
         plan.soon(1.0)

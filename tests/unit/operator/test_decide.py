@@ -245,6 +245,16 @@ def test_a_bounded_job_ends_finished_with_all_operators_finished() -> None:
     assert _condition(plan, "Ready")["status"] == "True"
 
 
+@pytest.mark.parametrize(("lifecycle", "state"), [("Finished", "running"), ("Suspended", "suspended")])
+def test_an_ended_job_stays_at_rest_while_its_pod_is_deleted(lifecycle: str, state: str) -> None:
+    job = spec(state=state)
+    ended = result(savepoint="s3://b/sp/savepoint-eeee-8" if state == "suspended" else None)
+    going = pod(job, "Succeeded", terminating=True)
+    plan = decide(ctx(job, deployed_status(job, lifecycle)), Observed(pod=going, result=ended))
+    assert plan.status["lifecycleState"] == lifecycle
+    assert not any(e.reason == "Deploying" for e in plan.events)
+
+
 def test_the_coordinator_reporting_finished_waits_for_the_stored_result() -> None:
     job = spec()
     plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator("FINISHED")))
