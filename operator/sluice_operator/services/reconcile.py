@@ -62,8 +62,20 @@ async def job_storage(
 
 
 def status_delta(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """A merge patch turning `old` into `new` (fields gone from `new` become null), or {} if equal."""
-    delta: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
+    """A merge patch turning `old` into `new` (fields gone from `new` become null), or {} if equal.
+
+    A merge patch merges nested objects key by key, so the same applies inside them: a new run's `job`
+    must not keep the `endTime` of the run before.
+    """
+    delta: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if before == value:
+            continue
+        if isinstance(before, dict) and isinstance(value, dict):
+            delta[key] = status_delta(before, value)
+        else:
+            delta[key] = value
     delta.update({k: None for k in old if k not in new})
     return delta
 

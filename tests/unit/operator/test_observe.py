@@ -64,6 +64,13 @@ def test_status_delta_nulls_what_disappeared() -> None:
     assert status_delta(new, new) == {}
 
 
+def test_status_delta_nulls_what_disappeared_inside_objects() -> None:
+    # A merge patch would otherwise keep the ended run's endTime in the new run's status.job.
+    old = {"job": {"id": "a", "state": "FINISHED", "endTime": "2026-01-01T00:00:00Z"}}
+    new = {"job": {"id": "b", "state": "CREATED"}}
+    assert status_delta(old, new) == {"job": {"id": "b", "state": "CREATED", "endTime": None}}
+
+
 def test_s3_storage_options_from_a_secret() -> None:
     options = storage_options(
         "s3://b/p",
