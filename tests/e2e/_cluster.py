@@ -1,0 +1,236 @@
+"""One test's view of the cluster: its namespace, kubectl, the jobs' pods and coordinators, diagnostics.
+
+Everything that differs between the process kubelet and a real cluster (kind) is here: how to reach a
+coordinator's REST API (the pod IP directly, or the API server's pod proxy), how to signal a process of
+a pod (this machine's PID, or `kubectl exec`), and where container logs come from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from e2e._operator import Operator
+from e2e._storage import E2EStorage
+from testkit.kube import KubeEnv
+from testkit.kubelet import ProcessKubelet
+
+T = TypeVar("T")
+REST_PORT = 8081
+JOB_LABEL = "sluice.dev/job"
+ROLE_LABEL = "sluice.dev/role"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "k8s"
+
+
+class E2EFailure(AssertionError):
+    pass
+
+
+@dataclass
+class E2ECluster:
+    kube: KubeEnv
+    kubelet: ProcessKubelet | None
+    operator: Operator
+    storage: E2EStorage
+    namespace: str
+
+    # --- kubectl ---------------------------------------------------------------------------------------
+
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> Any:
+        return self.kube.kubectl(*args, namespace=self.namespace, check=check, input=input)
+
+    def apply(self, manifest: Path | str) -> str:
+        """`kubectl apply -f` of a file (examples/k8s/, unchanged) or of YAML text; kubectl's output."""
+        if isinstance(manifest, Path):
+            return str(self.kubectl("apply", "-f", str(manifest)).stdout)
+        return str(self.kubectl("apply", "-f", "-", input=manifest).stdout)
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        result = self.kubectl("get", kind, name, "-o", "json", check=False)
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    def items(self, kind: str, selector: str | None = None) -> list[dict[str, Any]]:
+        args = ["get", kind, "-o", "json"] + (["-l", selector] if selector else [])
+        return list(json.loads(self.kubectl(*args).stdout)["items"])
+
+    def set_state(self, job: str, state: str) -> None:
+        self.kubectl("patch", "streamjob", job, "--type=merge", "-p", json.dumps({"spec": {"state": state}}))
+
+    def job_pods(self, job: str) -> list[dict[str, Any]]:
+        return self.items("pods", f"{JOB_LABEL}={job}")
+
+    def taskmanager_pods(self, job: str) -> list[dict[str, Any]]:
+        return self.items("pods", f"{JOB_LABEL}={job},{ROLE_LABEL}=taskmanager")
+
+    # --- waiting ---------------------------------------------------------------------------------------
+
+    def wait(
+        self, what: str, probe: Callable[[], T | None], timeout: float = 120.0, interval: float = 0.5
+    ) -> T:
+        """Poll `probe` until it returns something other than None or False; fail with diagnostics."""
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while True:
+            try:
+                value = probe()
+            except Exception as error:  # a transient kubectl or HTTP error: keep polling, show it if it lasts
+                value, last = None, error
+            if value is not None and value is not False:
+                return value
+            if time.monotonic() > deadline:
+                raise E2EFailure(
+                    f"{what}: not within {timeout:.0f}s (last error: {last!r})\n{self.diagnostics()}"
+                )
+            time.sleep(interval)
+
+    def wait_streamjob(
+        self, name: str, what: str, condition: Callable[[dict[str, Any]], bool], timeout: float = 180.0
+    ) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            job = self.get("streamjob", name)
+            return job if job is not None and condition(job) else None
+
+        return self.wait(f"StreamJob {name}: {what}", probe, timeout)
+
+    def wait_lifecycle(self, name: str, state: str, timeout: float = 180.0) -> dict[str, Any]:
+        return self.wait_streamjob(
+            name,
+            f"lifecycleState {state}",
+            lambda job: (job.get("status") or {}).get("lifecycleState") == state,
+            timeout,
+        )
+
+    def wait_savepoint(self, name: str, state: str, timeout: float = 180.0) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            savepoint = self.get("savepoint", name)
+            found = (savepoint or {}).get("status", {}).get("state")
+            if found in ("Failed", "Abandoned") and state not in ("Failed", "Abandoned"):
+                raise E2EFailure(
+                    f"Savepoint {name} is {found}, expected {state}: "
+                    f"{json.dumps(savepoint['status'])}\n{self.diagnostics()}"  # type: ignore[index]
+                )
+            return savepoint if found == state else None
+
+        return self.wait(f"Savepoint {name}: state {state}", probe, timeout)
+
+    def wait_checkpoints_after(self, job: str, checkpoint_id: int, timeout: float = 120.0) -> int:
+        """Wait until the job's status shows a checkpoint newer than `checkpoint_id`; returns its id."""
+        found = self.wait_streamjob(
+            job,
+            f"a checkpoint after {checkpoint_id}",
+            lambda sj: (
+                int(((sj.get("status") or {}).get("lastCheckpoint") or {}).get("id") or 0) > checkpoint_id
+            ),
+            timeout,
+        )
+        return int(found["status"]["lastCheckpoint"]["id"])
+
+    def wait_running_with_checkpoint(self, job: str, timeout: float = 240.0) -> dict[str, Any]:
+        """Running, every subtask running, and at least one checkpoint completed by this run."""
+
+        def ready(sj: dict[str, Any]) -> bool:
+            status = sj.get("status") or {}
+            run = status.get("job") or {}
+            checkpoint = status.get("lastCheckpoint") or {}
+            subtasks = run.get("subtasks") or {}
+            return (
+                status.get("lifecycleState") == "Running"
+                and run.get("state") == "RUNNING"
+                and subtasks.get("running", 0) > 0
+                and subtasks.get("running") == subtasks.get("total")
+                and str(checkpoint.get("path", "")).find(str(run.get("id"))) >= 0
+            )
+
+        return self.wait_streamjob(job, "Running with a checkpoint of the current run", ready, timeout)
+
+    def wait_pods_gone(self, job: str, timeout: float = 120.0) -> None:
+        self.wait(f"every pod of job {job} gone", lambda: not self.job_pods(job), timeout)
+
+    # --- the coordinator and the TaskManager processes ----------------------------------------------------
+
+    def coordinator_pod(self, job: str) -> dict[str, Any]:
+        pod = self.get("pod", f"{job}-coordinator")
+        if pod is None:
+            raise E2EFailure(f"job {job} has no coordinator pod\n{self.diagnostics()}")
+        return pod
+
+    def coordinator(self, job: str, path: str) -> Any:
+        """GET `path` of the coordinator's REST API (docs/reference/rest-api.md)."""
+        pod = self.coordinator_pod(job)
+        if self.kubelet is not None:
+            url = f"http://{pod['status']['podIP']}:{REST_PORT}{path}"
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                return json.loads(answer.read())
+        name = pod["metadata"]["name"]
+        raw = f"/api/v1/namespaces/{self.namespace}/pods/{name}:{REST_PORT}/proxy{path}"
+        return json.loads(self.kube.kubectl("get", "--raw", raw).stdout)
+
+    def taskmanager_pod_of(self, job: str, host: str) -> str:
+        """The executor pod whose IP a TaskManager reports as its host."""
+        for pod in self.taskmanager_pods(job):
+            if pod.get("status", {}).get("podIP") == host:
+                return str(pod["metadata"]["name"])
+        raise E2EFailure(f"no TaskManager pod of {job} has IP {host}\n{self.diagnostics()}")
+
+    def signal_process(self, pod: str, pid: int, signum: int) -> None:
+        """Signal a process of a pod; `pid` as the pod sees it (the REST API's taskManagers[].pid)."""
+        if self.kubelet is not None:
+            os.kill(pid, signum)  # the process kubelet's pods share this machine's PID namespace
+            return
+        self.kubectl("exec", pod, "--", "kill", f"-{signal.Signals(signum).name[3:]}", str(pid))
+
+    def kill_executor_jvm(self, pod: str) -> None:
+        """SIGKILL the Spark executor JVM of a TaskManager pod: the pod's container dies with it."""
+        if self.kubelet is not None:
+            status = self.get("pod", pod) or {}
+            (container,) = status["status"]["containerStatuses"]
+            pid = int(container["containerID"].removeprefix("process://"))
+            os.kill(pid, signal.SIGKILL)
+            return
+        self.kubectl("exec", pod, "--", "sh", "-c", "kill -9 $(pgrep -f KubernetesExecutorBackend)")
+
+    # --- diagnostics -----------------------------------------------------------------------------------
+
+    def diagnostics(self) -> str:
+        """What a failing test prints: the operator's log, objects, events and every container's log."""
+        parts = [f"===== operator log (tail) =====\n{self.operator.logs(60)}"]
+        for title, args in (
+            ("objects", ["get", "streamjobs,savepoints,pods,services,configmaps", "-o", "wide"]),
+            ("events", ["get", "events", "--sort-by=.lastTimestamp"]),
+        ):
+            result = self.kubectl(*args, check=False)
+            text = (result.stdout or result.stderr).splitlines()
+            parts.append(f"===== {title} =====\n" + "\n".join(text[-40:]))
+        for job in self.items("streamjobs") if self._reachable() else []:
+            status = json.dumps(job.get("status"), indent=1)
+            parts.append(f"===== StreamJob {job['metadata']['name']} status =====\n{status[-3000:]}")
+        parts.extend(self._container_logs())
+        return "\n".join(parts)
+
+    def _reachable(self) -> bool:
+        return self.kubectl("get", "namespace", self.namespace, check=False).returncode == 0
+
+    def _container_logs(self, lines: int = 30) -> list[str]:
+        parts = []
+        if self.kubelet is not None:
+            pods = sorted(
+                (self.kubelet.state_dir / "pods").glob(f"{self.namespace}_*"), key=lambda p: p.stat().st_mtime
+            )
+            for pod_dir in pods:
+                for log in sorted((pod_dir / "logs").glob("*/*.log")):
+                    text = log.read_text(errors="replace").splitlines()[-lines:]
+                    name = pod_dir.name.split("_")[1]
+                    parts.append(f"===== {name}/{log.parent.name} run {log.stem} =====\n" + "\n".join(text))
+            return parts
+        for pod in self.items("pods") if self._reachable() else []:
+            name = pod["metadata"]["name"]
+            result = self.kubectl("logs", name, "--all-containers", f"--tail={lines}", check=False)
+            parts.append(f"===== {name} =====\n{result.stdout or result.stderr}")
+        return parts

@@ -1,0 +1,255 @@
+"""The operator under test: a local `sluice-operator` process, or the Helm chart on a real cluster.
+
+With the process kubelet every pod IP is a loopback address of this machine, so an operator started here
+reaches the coordinators' REST APIs just as one in the cluster would. On an external cluster (kind) pod
+IPs are not routable from the test machine: there the operator runs in the cluster, installed from the
+chart, and is restarted by deleting its pod.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import yaml
+
+from e2e._storage import E2EStorage
+from testkit.kube import KubeEnv
+from testkit.kubelet import ProcessKubelet
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "sluice-operator"
+# Test namespaces all start with this; the operator watches them as a kopf namespace pattern.
+NAMESPACE_PREFIX = "e2e-"
+IMAGE_REPOSITORY, IMAGE_TAG = "sluice", "dev"  # what examples/k8s/*.yaml name, and what kind/run.sh loads
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Operator(Protocol):
+    def logs(self, lines: int = 80) -> str: ...
+
+    def crash(self) -> None:
+        """Kill the operator at once (no graceful shutdown), and leave it down."""
+
+    def start(self) -> None:
+        """Start it (again) and wait until it serves."""
+
+    def stop(self) -> None: ...
+
+    def ensure_started(self) -> None:
+        """Start it if a test left it down."""
+
+
+def operator_env(storage: E2EStorage) -> dict[str, str]:
+    """The operator's configuration (docs/operator.md): storage root, its credentials, job pod env."""
+    env = {
+        "SLUICE_OPERATOR_STORAGE": storage.root,
+        # Quick reactions: the tests wait on what the operator observes.
+        "SLUICE_OPERATOR_RECONCILE_INTERVAL": "1s",
+        **storage.env,
+    }
+    env.update({f"SLUICE_OPERATOR_JOB_ENV_{k}": v for k, v in storage.env.items()})
+    return env
+
+
+@dataclass
+class LocalOperator:
+    """`python -m sluice_operator` on this machine, watching every `e2e-*` namespace."""
+
+    kube: KubeEnv
+    storage: E2EStorage
+    workdir: Path
+    process: subprocess.Popen[bytes] | None = None
+    metrics_port: int = 0
+    runs: int = 0
+    log: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log = self.workdir / "operator.log"
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.metrics_port = free_port()
+        env = {
+            **os.environ,
+            **operator_env(self.storage),
+            "KUBECONFIG": str(self.kube.kubeconfig),
+            "SLUICE_OPERATOR_METRICS_PORT": str(self.metrics_port),
+        }
+        # This machine's own in-cluster variables (if any) must not win over the kubeconfig.
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        self.runs += 1
+        with self.log.open("ab") as sink:
+            sink.write(f"===== operator run {self.runs} =====\n".encode())
+            sink.flush()
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sluice_operator",
+                    "--namespace",
+                    f"{NAMESPACE_PREFIX}*",
+                    "--standalone",
+                    "--liveness",
+                    f"http://127.0.0.1:{free_port()}/healthz",
+                ],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=REPO,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the operator exited with {self.process.returncode}:\n{self.logs()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"the operator did not serve /metrics within {timeout:.0f}s:\n{self.logs()}")
+
+    def ensure_started(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            self.start()
+
+    def crash(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def logs(self, lines: int = 80) -> str:
+        if not self.log.exists():
+            return "(no operator log)"
+        text = self.log.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+
+@dataclass
+class ChartOperator:
+    """The operator installed from charts/sluice-operator: cluster-wide into a namespace of its own (for
+    clusters whose pod IPs this machine cannot reach, kind), or watching its release namespace."""
+
+    kube: KubeEnv
+    storage: E2EStorage
+    namespace: str = "sluice-e2e-operator"
+    release: str = "sluice-e2e"
+    cluster_wide: bool = True
+    kubelet: ProcessKubelet | None = None
+    """Where container logs come from under the process kubelet (it has no `kubectl logs`)."""
+
+    def values(self) -> dict[str, object]:
+        return helm_values(self.storage, cluster_wide=self.cluster_wide)
+
+    def start(self, timeout: float = 180.0) -> None:
+        installed = self.kube.helm("status", self.release, namespace=self.namespace, check=False)
+        if installed.returncode != 0:
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as values:
+                yaml.safe_dump(self.values(), values)
+            self.kube.helm(
+                "install",
+                self.release,
+                str(CHART),
+                "--namespace",
+                self.namespace,
+                "--create-namespace",
+                "--values",
+                values.name,
+                "--wait",
+                f"--timeout={int(timeout)}s",
+                timeout=timeout + 30,
+            )
+        else:
+            self.kube.kubectl("scale", "deployment", "--all", "--replicas=1", namespace=self.namespace)
+        self.kube.kubectl(
+            "rollout",
+            "status",
+            "deployment",
+            f"--timeout={int(timeout)}s",
+            namespace=self.namespace,
+            timeout=timeout + 10,
+        )
+
+    def ensure_started(self) -> None:
+        self.start()
+
+    def crash(self) -> None:
+        self.kube.kubectl("scale", "deployment", "--all", "--replicas=0", namespace=self.namespace)
+        self.kube.kubectl(
+            "delete", "pods", "--all", "--grace-period=0", "--force", namespace=self.namespace, check=False
+        )
+        self.kube.wait_for("pods", lambda pods: not pods["items"], namespace=self.namespace, timeout=60)
+
+    def stop(self) -> None:
+        self.kube.helm("uninstall", self.release, "--wait", namespace=self.namespace, check=False)
+
+    def logs(self, lines: int = 80) -> str:
+        if self.kubelet is not None:
+            pods = self.kube.kubectl(
+                "get",
+                "pods",
+                "-l",
+                "app.kubernetes.io/name=sluice-operator",
+                "-o",
+                "jsonpath={.items[*].metadata.name}",
+                namespace=self.namespace,
+                check=False,
+            ).stdout.split()
+            texts = [self.kubelet.container_log(self.namespace, pod, "operator") for pod in pods]
+            return "\n".join("\n".join(text.splitlines()[-lines:]) for text in texts) or "(no operator pod)"
+        result = self.kube.kubectl(
+            "logs",
+            "deployment/" + self.deployment(),
+            f"--tail={lines}",
+            namespace=self.namespace,
+            check=False,
+        )
+        return result.stdout or result.stderr
+
+    def deployment(self) -> str:
+        names = self.kube.kubectl(
+            "get", "deployments", "-o", "jsonpath={.items[*].metadata.name}", namespace=self.namespace
+        ).stdout.split()
+        return names[0] if names else "sluice-operator"
+
+
+def helm_values(
+    storage: E2EStorage, *, cluster_wide: bool = False, namespaces: list[str] | None = None
+) -> dict[str, object]:
+    """Chart values that point the operator and every job pod at the test storage."""
+    return {
+        "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG, "pullPolicy": "IfNotPresent"},
+        "watchNamespaces": namespaces or [],
+        "rbac": {"clusterWide": cluster_wide},
+        "operator": {
+            "storage": storage.root,
+            "reconcileInterval": "1s",
+            "jobEnv": dict(storage.env),
+            "extraEnv": [{"name": k, "value": v} for k, v in storage.env.items()],
+        },
+        # The process kubelet runs pods in the host's network: keep off well-known ports.
+        "metrics": {"port": free_port()},
+    }

@@ -1,0 +1,151 @@
+"""An unbounded StreamJob (examples/k8s/streamjob.yaml) through stop-with-savepoint, savepoints and failures.
+
+Every test ends the job with `spec.state: finished` (TERMINATE: drained, so every window fires) and then
+checks the whole output of the job's history line by line (see _outputs.py).
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._outputs import assert_unbounded_exactly_once, generated_prefixes
+from testkit.outputs import read_output
+
+pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
+
+UNBOUNDED = EXAMPLES / "streamjob.yaml"
+SAVEPOINT = EXAMPLES / "savepoint.yaml"
+JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+
+
+def _committed_records(e2e: E2ECluster) -> int:
+    """How many records the output committed so far covers (a lower bound for the final output)."""
+    output = read_output(e2e.storage.output_uri(e2e.namespace, JOB), e2e.storage.storage_options)
+    return sum(generated_prefixes(output).values()) if output else 0
+
+
+def _generation(e2e: E2ECluster) -> int:
+    job = e2e.get("streamjob", JOB)
+    assert job is not None
+    return int(job["metadata"]["generation"])
+
+
+def _finish_and_check_output(e2e: E2ECluster) -> dict[str, Any]:
+    """TERMINATE the job (drain), then compare its whole output with the reference."""
+    before = _committed_records(e2e)
+    e2e.set_state(JOB, "finished")
+    savepoint = e2e.wait_savepoint(f"{JOB}-terminate-{_generation(e2e)}", "Completed")
+    metadata = e2e.storage.read_json(f"{savepoint['status']['path']}/_metadata")
+    assert (metadata["kind"], metadata["stopMode"]) == ("savepoint", "drain"), metadata
+    job = e2e.wait_lifecycle(JOB, "Finished")
+    assert job["status"]["job"]["state"] == "FINISHED"
+    assert job["status"]["lastSavepoint"]["path"] == savepoint["status"]["path"]
+    e2e.wait_pods_gone(JOB)
+    output = read_output(e2e.storage.output_uri(e2e.namespace, JOB), e2e.storage.storage_options)
+    assert_unbounded_exactly_once(output, at_least=before)
+    return job
+
+
+@pytest.mark.timeout(600)
+def test_suspend_resume_and_finish_keep_the_output_exactly_once(e2e: E2ECluster) -> None:
+    e2e.apply(UNBOUNDED)
+    first_run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"]
+
+    # running -> suspended: SUSPEND, a stop-with-savepoint without drain.
+    e2e.set_state(JOB, "suspended")
+    savepoint = e2e.wait_savepoint(f"{JOB}-suspend-{_generation(e2e)}", "Completed")
+    assert savepoint["spec"]["stop"] == "suspend"
+    path = savepoint["status"]["path"]
+    assert path.startswith(f"{e2e.storage.root}/savepoints/{e2e.namespace}/{JOB}/"), path
+    metadata = e2e.storage.read_json(f"{path}/_metadata")
+    assert (metadata["kind"], metadata["stopMode"], metadata["jobId"]) == ("savepoint", "no-drain", first_run)
+    suspended = e2e.wait_lifecycle(JOB, "Suspended")
+    assert suspended["status"]["lastSavepoint"]["path"] == path
+    e2e.wait_pods_gone(JOB, timeout=60)
+
+    # suspended -> running: a new run restored from that savepoint.
+    e2e.set_state(JOB, "running")
+    resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
+    assert resumed["id"] != first_run
+    assert resumed["restoredFrom"] == path
+    assert "endTime" not in resumed, f"the running job shows the previous run's end: {resumed}"
+    args = e2e.coordinator_pod(JOB)["spec"]["containers"][0]["args"]
+    assert args[args.index("--from-savepoint") + 1] == path, args
+
+    _finish_and_check_output(e2e)
+
+
+@pytest.mark.timeout(480)
+def test_savepoint_of_a_running_job_leaves_it_running(e2e: E2ECluster) -> None:
+    e2e.apply(UNBOUNDED)
+    running = e2e.wait_running_with_checkpoint(JOB)["status"]
+    run = running["job"]["id"]
+    coordinator_uid = e2e.coordinator_pod(JOB)["metadata"]["uid"]
+
+    e2e.apply(SAVEPOINT)
+    name = yaml.safe_load(SAVEPOINT.read_text())["metadata"]["name"]
+    savepoint = e2e.wait_savepoint(name, "Completed")
+
+    status = savepoint["status"]
+    metadata = e2e.storage.read_json(f"{status['path']}/_metadata")
+    assert (metadata["kind"], metadata["stopMode"], metadata["jobId"]) == ("savepoint", None, run)
+    assert metadata["checkpointId"] == status["checkpointId"]
+    assert e2e.coordinator(JOB, "/v1/checkpoints")["latestSavepoint"]["path"] == status["path"]
+    # The job went on: same run, same coordinator pod, still asked to run, and still checkpointing.
+    job = e2e.get("streamjob", JOB)
+    assert job is not None
+    assert job["spec"]["state"] == "running"
+    assert job["status"]["lifecycleState"] == "Running" and job["status"]["job"]["id"] == run
+    assert e2e.coordinator_pod(JOB)["metadata"]["uid"] == coordinator_uid
+    e2e.wait_checkpoints_after(JOB, int(status["checkpointId"]))
+
+    _finish_and_check_output(e2e)
+
+
+def _wait_recovered(e2e: E2ECluster, restarts: int, old_pids: set[int]) -> dict[str, Any]:
+    def recovered() -> dict[str, Any] | None:
+        job = e2e.coordinator(JOB, "/v1/job")
+        pids = {tm["pid"] for tm in job["taskManagers"]}
+        ok = (
+            job["state"] == "RUNNING"
+            and job["restarts"] >= restarts
+            and job["subtasks"]["running"] == job["subtasks"]["total"]
+            and len(pids) == len(job["taskManagers"]) > 0
+            and not pids & old_pids
+        )
+        return job if ok else None
+
+    return e2e.wait(
+        f"the job restarted ({restarts} restart(s)) with new TaskManagers", recovered, timeout=180
+    )
+
+
+@pytest.mark.timeout(600)
+def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECluster) -> None:
+    e2e.apply(UNBOUNDED)
+    e2e.wait_running_with_checkpoint(JOB)
+    job = e2e.coordinator(JOB, "/v1/job")
+
+    # The Python TaskManager (a Spark Python worker in the executor pod) dies.
+    victim = job["taskManagers"][0]
+    pod = e2e.taskmanager_pod_of(JOB, victim["host"])
+    checkpoint = int(e2e.get("streamjob", JOB)["status"]["lastCheckpoint"]["id"])  # type: ignore[index]
+    e2e.signal_process(pod, victim["pid"], signal.SIGKILL)
+    job = _wait_recovered(e2e, 1, {tm["pid"] for tm in job["taskManagers"]})
+    checkpoint = e2e.wait_checkpoints_after(JOB, checkpoint)
+
+    # The executor JVM of a TaskManager pod dies: the pod fails and Spark asks for a new executor pod.
+    pods_before = {p["metadata"]["name"] for p in e2e.taskmanager_pods(JOB)}
+    e2e.kill_executor_jvm(e2e.taskmanager_pod_of(JOB, job["taskManagers"][0]["host"]))
+    job = _wait_recovered(e2e, 2, {tm["pid"] for tm in job["taskManagers"]})
+    hosts = {e2e.taskmanager_pod_of(JOB, tm["host"]) for tm in job["taskManagers"]}
+    assert hosts - pods_before, f"no new executor pod replaced the dead one: {hosts} vs {pods_before}"
+    e2e.wait_checkpoints_after(JOB, checkpoint)
+
+    finished = _finish_and_check_output(e2e)
+    assert finished["status"]["job"]["restarts"] >= 2
