@@ -80,6 +80,8 @@ class E2ECluster:
         while True:
             try:
                 value = probe()
+            except E2EFailure:
+                raise  # the probe saw a state that cannot turn good any more
             except Exception as error:  # a transient kubectl or HTTP error: keep polling, show it if it lasts
                 value, last = None, error
             if value is not None and value is not False:
@@ -100,12 +102,13 @@ class E2ECluster:
         return self.wait(f"StreamJob {name}: {what}", probe, timeout)
 
     def wait_lifecycle(self, name: str, state: str, timeout: float = 180.0) -> dict[str, Any]:
-        return self.wait_streamjob(
-            name,
-            f"lifecycleState {state}",
-            lambda job: (job.get("status") or {}).get("lifecycleState") == state,
-            timeout,
-        )
+        def reached(job: dict[str, Any]) -> bool:
+            status = job.get("status") or {}
+            if status.get("lifecycleState") == "Failed" != state:
+                raise E2EFailure(f"StreamJob {name} Failed: {status.get('error')}\n{self.diagnostics()}")
+            return status.get("lifecycleState") == state
+
+        return self.wait_streamjob(name, f"lifecycleState {state}", reached, timeout)
 
     def wait_savepoint(self, name: str, state: str, timeout: float = 180.0) -> dict[str, Any]:
         def probe() -> dict[str, Any] | None:
