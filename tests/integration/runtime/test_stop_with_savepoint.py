@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import urllib.error
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from testkit import spark
 from testkit.checkpoints import PIPELINES, load, operator
-from testkit.jobs import REPO, SLUICE, SluiceJob
+from testkit.jobs import REPO, SluiceJob, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 from testkit.spark import Runner
 
@@ -23,12 +22,6 @@ UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
 # Both hosts for the scenarios that take `runner`; one SparkContext for the whole module.
 runner = spark.runner
 spark_context = spark.spark_context
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*SLUICE, *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
-    )
 
 
 def savepoint_metadata(path: str) -> dict:  # type: ignore[type-arg]
@@ -54,7 +47,7 @@ def test_stop_with_drain_fires_every_window(runner: Runner, tmp_path: Path) -> N
     )
     try:
         job.wait_checkpoints(2)
-        stop = cli(
+        stop = run_cli(
             "stop", "--address", job.rest_url(), "--drain", "--savepoint-dir", f"file://{tmp_path / 'sp'}"
         )
         assert stop.returncode == 0, stop.stderr + job.stderr
@@ -94,7 +87,7 @@ def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(runner: Runn
     job = runner.start(PIPELINES / "generated_counts.py", *options)
     try:
         job.wait_checkpoints(2)
-        stop = cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{sp}")
+        stop = run_cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{sp}")
         assert stop.returncode == 0, stop.stderr + job.stderr
         assert job.wait(60) == 0, job.stderr
     finally:
@@ -131,7 +124,7 @@ def test_plain_savepoint_keeps_the_job_running(runner: Runner, tmp_path: Path) -
     )
     try:
         job.wait_checkpoints(1)
-        taken = cli("savepoint", "--address", job.rest_url())
+        taken = run_cli("savepoint", "--address", job.rest_url())
         assert taken.returncode == 0, taken.stderr
         path = taken.stdout.strip().splitlines()[-1]
         assert savepoint_metadata(path)["stopMode"] is None
@@ -160,13 +153,13 @@ def test_failing_savepoint_leaves_the_job_running(runner: Runner, tmp_path: Path
     try:
         job.wait_checkpoints(1)
         for command in (["savepoint"], ["stop"], ["stop", "--drain"]):
-            failed = cli(*command, "--address", job.rest_url(), "--savepoint-dir", f"file://{blocker}/sp")
+            failed = run_cli(*command, "--address", job.rest_url(), "--savepoint-dir", f"file://{blocker}/sp")
             assert failed.returncode == 1, failed.stdout
             assert "savepoint failed" in failed.stderr and "not-a-directory" in failed.stderr
             assert job.get("/v1/job")["state"] == "RUNNING"
         before = job.completed_checkpoints()
         job.wait_checkpoints(before + 2)
-        stopped = cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{tmp_path / 'sp'}")
+        stopped = run_cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{tmp_path / 'sp'}")
         assert stopped.returncode == 0, stopped.stderr
         assert job.wait(60) == 0
     finally:
