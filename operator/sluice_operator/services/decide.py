@@ -132,7 +132,10 @@ def _restore_point(
         return stop_savepoint
     if obs.latest_checkpoint is not None:
         return obs.latest_checkpoint.path
-    return ctx.status.job.restored_from or ctx.spec.initial_savepoint
+    # A run without a checkpoint of its own goes on from where it started. An older run's checkpoint
+    # would replay (and commit again) what this run's restore point had already committed, or bring
+    # back the state a stateless upgrade dropped.
+    return ctx.status.job.restored_from
 
 
 def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:

@@ -105,8 +105,9 @@ async def observe_job(
             obs.result = await storage.job_result(checkpoint_dir, run_id)
         if obs.result is not None and obs.result.last_checkpoint:
             obs.last_result_snapshot = await storage.snapshot(obs.result.last_checkpoint)
-        if obs.coordinator is None:
-            obs.latest_checkpoint = await storage.latest_checkpoint(checkpoint_dir)
+        if obs.coordinator is None and run_id:
+            # Only the run's own checkpoints: an older run's would undo what this run committed since.
+            obs.latest_checkpoint = await storage.latest_checkpoint(checkpoint_dir, run_id)
     except Exception as error:  # any storage backend error: report it, decide nothing from missing data
         obs.storage_error = f"cannot read {checkpoint_dir}: {type(error).__name__}: {error}"
     return obs

@@ -96,7 +96,7 @@ class Observed:
     coordinator: CoordinatorView | None = None
     coordinator_error: str | None = None
     result: JobResult | None = None  # of the current run (pod's job id, else status.job.id)
-    latest_checkpoint: Snapshot | None = None  # newest in storage, across all runs of this job
+    latest_checkpoint: Snapshot | None = None  # newest of the current run in storage (no coordinator)
     last_result_snapshot: Snapshot | None = None  # the result's lastCheckpoint, read from storage
     savepoints: list[SavepointView] = field(default_factory=list)
     savepoint_polls: dict[str, dict[str, Any]] = field(default_factory=dict)  # trigger id -> REST answer

@@ -76,17 +76,18 @@ class Storage:
         data = await asyncio.to_thread(self._read_json, f"{path.rstrip('/')}/_metadata")
         return None if data is None else _snapshot(path.rstrip("/"), data)
 
-    async def latest_checkpoint(self, checkpoint_dir: str) -> Snapshot | None:
-        """The newest complete checkpoint of any run under `checkpoint_dir` (by `_metadata` timestamp)."""
-        return await asyncio.to_thread(self._latest, checkpoint_dir)
+    async def latest_checkpoint(self, checkpoint_dir: str, job_id: str | None = None) -> Snapshot | None:
+        """The newest complete checkpoint under `checkpoint_dir`: of run `job_id` (by checkpoint number),
+        or of any run (by `_metadata` timestamp)."""
+        return await asyncio.to_thread(self._latest, checkpoint_dir, job_id)
 
-    def _latest(self, checkpoint_dir: str) -> Snapshot | None:
+    def _latest(self, checkpoint_dir: str, job_id: str | None) -> Snapshot | None:
         fs, root = self._fs(checkpoint_dir)
         protocol = checkpoint_dir.split("://", 1)[0] + "://" if "://" in checkpoint_dir else ""
         # Listings are cached by some filesystems (s3fs); checkpoints come and go between two reconciles.
         fs.invalidate_cache()
         try:
-            found = fs.glob(f"{root.rstrip('/')}/*/chk-*/_metadata")
+            found = fs.glob(f"{root.rstrip('/')}/{job_id or '*'}/chk-*/_metadata")
         except FileNotFoundError:
             return None
         best: Snapshot | None = None

@@ -279,6 +279,22 @@ def test_a_lost_coordinator_restarts_from_the_latest_checkpoint() -> None:
     assert _only(plan, StartRun).run.restore_from == f"s3://b/chk/{OLD_ID}/chk-9"
 
 
+def test_a_lost_run_without_a_checkpoint_of_its_own_restarts_from_where_it_started() -> None:
+    # The run was restored from an upgrade savepoint and died before its first checkpoint: an older
+    # run's checkpoint would replay, and commit again, output that savepoint already committed.
+    job = spec()
+    status = deployed_status(job)
+    status["job"]["restoredFrom"] = "s3://b/sp/sp-1"
+    plan = decide(ctx(job, status), Observed())
+    assert _only(plan, StartRun).run.restore_from == "s3://b/sp/sp-1"
+
+
+def test_a_lost_stateless_run_without_a_checkpoint_restarts_empty() -> None:
+    job = spec(upgradeMode="stateless", initialSavepoint="s3://b/sp/initial")
+    plan = decide(ctx(job, deployed_status(job)), Observed())
+    assert _only(plan, StartRun).run.restore_from is None
+
+
 def test_leftover_taskmanagers_go_before_a_new_run() -> None:
     job = spec()
     plan = decide(ctx(job), Observed(stray_pods=["counts-taskmanager-exec-1"]))

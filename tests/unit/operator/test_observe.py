@@ -134,6 +134,21 @@ def test_latest_checkpoint_across_runs_and_job_results(tmp_path: Path) -> None:
     assert asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}/missing")) is None
 
 
+def test_latest_checkpoint_of_one_run_ignores_newer_runs(tmp_path: Path) -> None:
+    _checkpoint(tmp_path, "run1", 9, 1_000, False)
+    _checkpoint(tmp_path, "run1", 10, 2_000, False)
+    _checkpoint(tmp_path, "run2", 1, 3_000, False)
+    storage = Storage()
+    latest = asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}", "run1"))
+    assert latest is not None
+    assert (latest.path, latest.checkpoint_id, latest.job_id) == (
+        f"file://{tmp_path}/run1/chk-10",
+        10,
+        "run1",
+    )
+    assert asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}", "run3")) is None
+
+
 def test_dispose_removes_a_savepoint_directory(tmp_path: Path) -> None:
     target = tmp_path / "savepoint-ab-3"
     target.mkdir()
