@@ -3,7 +3,7 @@
 #
 #   docker build -t sluice:dev .
 #   docker run --rm sluice:dev operator --help
-FROM python:3.11-slim-bookworm
+FROM python:3.11-slim-bookworm AS base
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -28,7 +28,19 @@ RUN pip install --no-cache-dir "uv>=0.5,<1"
 COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --frozen --no-dev --no-install-project --extra operator --extra s3 --extra postgres
 
+# The runtime's Spark-on-Kubernetes feature step (names TaskManager pods <job>-taskmanager-<n>), compiled
+# against the very Spark jars installed above; the JDK stays in this stage, the image keeps the JRE.
+FROM base AS jvm
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
+ && rm -rf /var/lib/apt/lists/*
+COPY runtime/sluice/hosts/spark/_jvm/src ./runtime/sluice/hosts/spark/_jvm/src
+COPY scripts/build-jvm.sh ./scripts/build-jvm.sh
+RUN SLUICE_VENV_PYTHON=/opt/sluice/.venv/bin/python scripts/build-jvm.sh
+
+FROM base
 COPY runtime ./runtime
+COPY --from=jvm /opt/sluice/runtime/sluice/hosts/spark/_jvm/sluice-spark-kubernetes.jar ./runtime/sluice/hosts/spark/_jvm/
 COPY operator ./operator
 COPY examples ./examples
 COPY crds ./crds

@@ -2,7 +2,8 @@
 # Installs the Debian packages the test suite needs and that pip cannot provide:
 #   - PostgreSQL server binaries (initdb, pg_ctl, postgres) for the two-phase-commit sink tests,
 #     started by tests/testkit/postgres.py in a temporary directory (no system cluster is used);
-#   - a Java 17+ runtime for PySpark.
+#   - a Java 17+ JDK: the runtime for PySpark, and javac for the runtime's Spark-on-Kubernetes feature step
+#     (scripts/build-jvm.sh).
 #
 # Idempotent and quick when warm: each package is installed only when what it provides is missing, and
 # apt is not touched at all (no `apt-get update`) when nothing is missing. Non-interactive.
@@ -21,12 +22,17 @@ java_major() {
     # `java -version` prints e.g. 'openjdk version "17.0.15" 2025-04-15' (or "1.8.0_..." for Java 8).
     java -version 2>&1 | awk -F'"' '/version/ { split($2, v, "."); print (v[1] == "1") ? v[2] : v[1]; exit }'
 }
-if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ]; then
-    missing+=(openjdk-17-jre-headless)
+javac_major() {
+    # `javac -version` prints e.g. 'javac 17.0.15'.
+    javac -version 2>&1 | awk '/^javac/ { split($2, v, "."); print v[1]; exit }'
+}
+if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ] \
+    || ! command -v javac >/dev/null || [ "$(javac_major)" -lt 17 ]; then
+    missing+=(openjdk-17-jdk-headless)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-    log "nothing to install (PostgreSQL and Java 17+ present)"
+    log "nothing to install (PostgreSQL and a Java 17+ JDK present)"
     exit 0
 fi
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv with the locked dependencies (uv.lock) and Sluice installed in editable mode.
-# Needs only python3 (3.11 or 3.12) and the package index; installs the pinned uv with pip if missing.
+# Needs python3 (3.11 or 3.12), the package index and a JDK 17+ (for scripts/build-jvm.sh); installs the
+# pinned uv with pip if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,4 +25,5 @@ uv_bin() {
 
 UV=$(uv_bin)
 "$UV" sync --frozen --all-extras --python "${SLUICE_PYTHON:-python3}" --quiet
+scripts/build-jvm.sh
 echo "setup: .venv ready ($(.venv/bin/python --version))" >&2

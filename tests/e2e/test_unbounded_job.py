@@ -140,11 +140,17 @@ def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECl
     checkpoint = e2e.wait_checkpoints_after(JOB, checkpoint)
 
     # The executor JVM of a TaskManager pod dies: the pod fails and Spark asks for a new executor pod.
+    # Pods are named <job>-taskmanager-<executor id> (Sluice's feature step; Spark alone would add
+    # "-exec"), and Spark never reuses an id: the replacement is the third.
     pods_before = {p["metadata"]["name"] for p in e2e.taskmanager_pods(JOB)}
+    assert pods_before == {f"{JOB}-taskmanager-1", f"{JOB}-taskmanager-2"}, pods_before
     e2e.kill_executor_jvm(e2e.taskmanager_pod_of(JOB, job["taskManagers"][0]["host"]))
     job = _wait_recovered(e2e, 2, {tm["pid"] for tm in job["taskManagers"]})
     hosts = {e2e.taskmanager_pod_of(JOB, tm["host"]) for tm in job["taskManagers"]}
-    assert hosts - pods_before, f"no new executor pod replaced the dead one: {hosts} vs {pods_before}"
+    assert hosts - pods_before == {f"{JOB}-taskmanager-3"}, f"{hosts} after {pods_before}"
+    for pod in e2e.taskmanager_pods(JOB):
+        # The executor's host name follows the pod's name (Spark sets both to the same value).
+        assert pod["spec"]["hostname"] == pod["metadata"]["name"], pod["spec"]
     e2e.wait_checkpoints_after(JOB, checkpoint)
 
     finished = _finish_and_check_output(e2e)

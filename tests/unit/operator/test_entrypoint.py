@@ -16,7 +16,7 @@ EXECUTOR_ENV = {
     "SPARK_EXECUTOR_CORES": "2",
     "SPARK_APPLICATION_ID": "spark-application-17",
     "SPARK_EXECUTOR_POD_IP": "10.1.0.9",
-    "SPARK_EXECUTOR_POD_NAME": "counts-taskmanager-exec-3",
+    "SPARK_EXECUTOR_POD_NAME": "counts-taskmanager-3",
     "SPARK_EXECUTOR_MEMORY": "1024m",
     "SPARK_RESOURCE_PROFILE_ID": "0",
     "SPARK_JAVA_OPT_10": "-Dten=10",
@@ -74,7 +74,7 @@ def test_executor_mode_follows_sparks_executor_contract(tmp_path: Path) -> None:
         "--app-id": "spark-application-17",
         "--hostname": "10.1.0.9",
         "--resourceProfileId": "0",
-        "--podName": "counts-taskmanager-exec-3",
+        "--podName": "counts-taskmanager-3",
     }
 
 

@@ -17,6 +17,7 @@ from sluice.hosts.spark import (
     kubernetes_conf,
     spark_settings,
 )
+from sluice.hosts.spark import _kubernetes as spark_kubernetes
 
 POD_ENV = {
     "POD_NAME": "orders-coordinator",
@@ -25,6 +26,15 @@ POD_ENV = {
     "KUBERNETES_SERVICE_HOST": "10.96.0.1",
     "KUBERNETES_SERVICE_PORT": "443",
 }
+
+
+@pytest.fixture(autouse=True)
+def extension_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for the jar scripts/build-jvm.sh builds (these tests only read its path)."""
+    jar = tmp_path / "sluice-spark-kubernetes.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setattr(spark_kubernetes, "EXTENSION_JAR", jar)
+    return jar
 
 
 def pod(**changes: str | None) -> CoordinatorPod:
@@ -82,12 +92,40 @@ def test_one_single_core_executor_pod_per_taskmanager() -> None:
     assert conf["spark.dynamicAllocation.enabled"] == "false"
 
 
-def test_taskmanager_pods_are_named_and_labelled_after_the_job() -> None:
+def test_taskmanager_pods_are_named_and_labelled_after_the_job(extension_jar: Path) -> None:
     conf = kubernetes_conf(pod(), taskmanagers=2)
-    # Spark 4 names executor pods <prefix>-exec-<id>: orders-taskmanager-exec-1, -exec-2, ...
+    # Spark names executor pods <prefix>-exec-<id>; the feature step, which the driver JVM loads from
+    # the extension jar, makes them orders-taskmanager-1, -2, ... (the e2e tests see the real pods).
     assert conf["spark.kubernetes.executor.podNamePrefix"] == "orders-taskmanager"
+    assert conf["spark.kubernetes.executor.pod.featureSteps"] == "dev.sluice.spark.TaskManagerPodName"
+    assert conf["spark.driver.extraClassPath"] == str(extension_jar)
     assert conf["spark.kubernetes.executor.label.sluice.dev/job"] == "orders"
     assert conf["spark.kubernetes.executor.label.sluice.dev/role"] == "taskmanager"
+
+
+def test_a_missing_extension_jar_is_an_error_that_says_how_to_build_it(tmp_path: Path) -> None:
+    with pytest.raises(SparkSetupError) as missing:
+        kubernetes_conf(pod(), taskmanagers=1, extension_jar=tmp_path / "gone.jar")
+    assert "gone.jar is missing" in str(missing.value)
+    assert "scripts/build-jvm.sh" in str(missing.value)
+
+
+def test_user_feature_steps_and_driver_class_path_are_added_to_sluices(extension_jar: Path) -> None:
+    cluster = kubernetes_conf(pod(), taskmanagers=1)
+    settings = spark_settings(
+        1,
+        cluster["spark.master"],
+        "orders",
+        {
+            "spark.kubernetes.executor.pod.featureSteps": "com.example.Sidecar",
+            "spark.driver.extraClassPath": "/opt/extra.jar",
+        },
+        cluster=cluster,
+    )
+    assert settings["spark.kubernetes.executor.pod.featureSteps"] == (
+        "dev.sluice.spark.TaskManagerPodName,com.example.Sidecar"
+    )
+    assert settings["spark.driver.extraClassPath"] == f"{extension_jar}:/opt/extra.jar"
 
 
 def test_image_service_account_and_pod_template_when_given() -> None:

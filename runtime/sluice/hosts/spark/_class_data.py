@@ -7,8 +7,10 @@ Java 13+ can dump the classes an application loaded into an archive when the JVM
 later one starts from it. An archive that does not match the JVM or the class path is ignored by the
 JVM (with a note in Spark's log), so a stale archive costs speed, never correctness.
 
-The archive lives in `$SLUICE_CACHE_DIR` (default `~/.cache/sluice`), one per Spark version, Spark home
-and Java binary. `SLUICE_CACHE_DIR=off` disables it; an unwritable cache directory does too.
+The archive lives in `$SLUICE_CACHE_DIR` (default `~/.cache/sluice`), one per Spark version, Spark home,
+Java binary and extra driver class path (on Kubernetes the driver also loads Sluice's feature-step jar,
+and an archive is only valid for the class path it was dumped with). `SLUICE_CACHE_DIR=off` disables
+it; an unwritable cache directory does too.
 """
 
 from __future__ import annotations
@@ -41,19 +43,28 @@ def _java(env: Mapping[str, str]) -> str | None:
     return os.path.realpath(found) if found and os.path.exists(found) else None
 
 
-def archive_path(directory: Path, spark_version: str, spark_home: str, java: str) -> Path:
-    identity = f"{spark_version}\0{os.path.realpath(spark_home)}\0{java}\0{os.stat(java).st_mtime_ns}"
+def archive_path(
+    directory: Path, spark_version: str, spark_home: str, java: str, extra_class_path: str = ""
+) -> Path:
+    identity = "\0".join(
+        [spark_version, os.path.realpath(spark_home), java, str(os.stat(java).st_mtime_ns), extra_class_path]
+    )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return directory / f"spark-{spark_version}-{digest}.jsa"
 
 
-def java_options(spark_version: str, spark_home: str, env: Mapping[str, str] | None = None) -> list[str]:
+def java_options(
+    spark_version: str,
+    spark_home: str,
+    env: Mapping[str, str] | None = None,
+    extra_class_path: str = "",
+) -> list[str]:
     """JVM options that use the archive, or that write it when this JVM exits; [] when unavailable."""
     env = os.environ if env is None else env
     directory, java = cache_dir(env), _java(env)
     if directory is None or java is None:
         return []
-    archive = archive_path(directory, spark_version, spark_home, java)
+    archive = archive_path(directory, spark_version, spark_home, java, extra_class_path)
     _adopt_settled_dumps(archive)
     if archive.exists():
         return [f"-XX:SharedArchiveFile={archive}"]

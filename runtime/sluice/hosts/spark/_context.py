@@ -67,7 +67,11 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
         import pyspark
         from pyspark.find_spark_home import _find_spark_home
 
-        sharing = java_options(pyspark.__version__, _find_spark_home())
+        sharing = java_options(
+            pyspark.__version__,
+            _find_spark_home(),
+            extra_class_path=settings.get("spark.driver.extraClassPath", ""),
+        )
         settings["spark.driver.extraJavaOptions"] = " ".join(
             [*sharing, settings.get("spark.driver.extraJavaOptions", "")]
         ).strip()

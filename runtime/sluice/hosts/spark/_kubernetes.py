@@ -1,10 +1,12 @@
 """Spark-on-Kubernetes settings for a coordinator that is a client-mode Spark driver inside its own pod.
 
 The coordinator pod runs `sluice run --host spark --master k8s://...`; Spark's Kubernetes backend then
-creates one executor pod per TaskManager from a pod template, names them `<prefix>-exec-<executor id>`
-(Spark 4 appends `-exec-<id>` to `spark.kubernetes.executor.podNamePrefix`; ids count up from 1 and a
-replaced executor gets a new id), and makes the driver pod, named by `spark.kubernetes.driver.pod.name`,
-their owner, so that deleting the coordinator pod deletes its TaskManagers.
+creates one executor pod per TaskManager from a pod template and makes the driver pod, named by
+`spark.kubernetes.driver.pod.name`, their owner, so that deleting the coordinator pod deletes its
+TaskManagers. The pods are named `<job>-taskmanager-<executor id>` (ids count up from 1 and a replaced
+executor gets a new one): Spark itself would name them `<podNamePrefix>-exec-<id>` and has no setting
+for that, so a small executor feature step of ours, `_jvm/.../TaskManagerPodName.java`, renames them.
+It is loaded by the driver JVM from the jar `scripts/build-jvm.sh` builds next to its sources.
 
 Credentials: Spark's Kubernetes client takes the pod's service account token by itself, but in client
 mode it does not trust the cluster's CA unless `spark.kubernetes.authenticate.caCertFile` names it (the
@@ -30,9 +32,13 @@ API_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
 # Where the kubelet mounts the pod's service account token and the cluster's CA certificate.
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
+# The executor feature step that renames TaskManager pods, and the jar it is in.
+POD_NAME_STEP = "dev.sluice.spark.TaskManagerPodName"
+EXTENSION_JAR = Path(__file__).parent / "_jvm" / "sluice-spark-kubernetes.jar"
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# Room for "-taskmanager-exec-" and an executor id within a 63-character DNS label: Spark also uses
-# the pod name as the executor's host name.
+# Room for "-taskmanager-exec-" and an executor id within a 63-character DNS label: Spark checks the
+# name it builds (before our step shortens it), and the pod name is also the executor's host name.
 _MAX_JOB_NAME = 63 - len("-taskmanager-exec-") - 4
 
 
@@ -41,7 +47,7 @@ class CoordinatorPod:
     """What the Spark driver needs to know about the pod it runs in, and about the job's TaskManagers."""
 
     job: str
-    """The StreamJob's name: executor pods are `<job>-taskmanager-exec-<n>`, labelled with it."""
+    """The StreamJob's name: executor pods are `<job>-taskmanager-<n>`, labelled with it."""
     namespace: str
     pod_name: str
     pod_ip: str
@@ -59,12 +65,24 @@ def api_server_master(host: str, port: str) -> str:
     return f"k8s://https://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def kubernetes_conf(pod: CoordinatorPod, taskmanagers: int) -> dict[str, str]:
-    """Spark settings for client mode on Kubernetes: one single-core executor pod per TaskManager."""
+def kubernetes_conf(
+    pod: CoordinatorPod, taskmanagers: int, extension_jar: Path | None = None
+) -> dict[str, str]:
+    """Spark settings for client mode on Kubernetes: one single-core executor pod per TaskManager.
+
+    `extension_jar` is the jar with the pod naming step, EXTENSION_JAR unless given.
+    """
+    extension_jar = EXTENSION_JAR if extension_jar is None else extension_jar
     if not _DNS_LABEL.match(pod.job) or len(pod.job) > _MAX_JOB_NAME:
         raise SparkSetupError(
             f"job name {pod.job!r} cannot name TaskManager pods: use at most {_MAX_JOB_NAME} lowercase "
             "letters, digits and '-', starting and ending with a letter or digit"
+        )
+    if not extension_jar.is_file():
+        raise SparkSetupError(
+            f"{extension_jar} is missing: it names the TaskManager pods on Kubernetes. In a source "
+            "checkout run scripts/build-jvm.sh (needs a JDK 17+); an installed Sluice should have it, "
+            "reinstall it from a wheel built after scripts/build-jvm.sh"
         )
     conf = {
         "spark.master": api_server_master(pod.api_host, pod.api_port),
@@ -80,6 +98,9 @@ def kubernetes_conf(pod: CoordinatorPod, taskmanagers: int) -> dict[str, str]:
         "spark.kubernetes.executor.podNamePrefix": f"{pod.job}-{TASKMANAGER_ROLE}",
         f"spark.kubernetes.executor.label.{JOB_LABEL}": pod.job,
         f"spark.kubernetes.executor.label.{ROLE_LABEL}": TASKMANAGER_ROLE,
+        # Renames the executor pods <job>-taskmanager-<n>; feature steps run in the driver JVM.
+        "spark.kubernetes.executor.pod.featureSteps": POD_NAME_STEP,
+        "spark.driver.extraClassPath": str(extension_jar),
         # One TaskManager per executor pod: as many executors as TaskManagers, one task slot each.
         "spark.executor.instances": str(taskmanagers),
         "spark.executor.cores": "1",

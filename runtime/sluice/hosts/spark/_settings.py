@@ -66,6 +66,13 @@ STARTUP_SETTINGS: dict[str, str] = {
 # defaults, 3.6 s with these flags, 1.6-1.7 s with these and the class-data archive (_class_data.py).
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
+# Settings that hold lists: a user's value is added to Sluice's (separator given), not put in its place,
+# so that --spark-conf can add a feature step or a class path entry without losing the pod naming step.
+LIST_SETTINGS: dict[str, str] = {
+    "spark.kubernetes.executor.pod.featureSteps": ",",
+    "spark.driver.extraClassPath": os.pathsep,
+}
+
 _LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:\s*,\s*\d+)?\])?$")
 
 
@@ -102,7 +109,7 @@ def spark_settings(
     """The whole Spark configuration of a job with `taskmanagers` TaskManagers on `master`.
 
     Layers, later ones winning: Sluice's settings, the cluster's (`kubernetes_conf`), `master`, then the
-    user's `overrides`; the failover settings are checked afterwards.
+    user's `overrides` (added to, for the LIST_SETTINGS); the failover settings are checked afterwards.
     """
     settings = {"spark.app.name": app_name, **FAILOVER_SETTINGS, **WORKER_SETTINGS, **STARTUP_SETTINGS}
     if is_local(master):
@@ -118,6 +125,9 @@ def spark_settings(
         java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_file}")
     if "spark.driver.extraJavaOptions" in user:
         java_options.append(user.pop("spark.driver.extraJavaOptions"))
+    for key, separator in LIST_SETTINGS.items():
+        if key in user and settings.get(key):
+            user[key] = f"{settings[key]}{separator}{user[key]}"
     settings.update(user)
     settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     if "spark.executor.cores" in settings and "spark.task.cpus" not in user:
