@@ -133,11 +133,19 @@ def spark_conf(run: Run) -> dict[str, str]:
     return conf
 
 
+# The executor JVM only hosts the TaskManager's Python process (records and state live in Python), so its
+# heap stays small and the rest of the pod's memory is Spark's "overhead", where the Python worker lives.
+_EXECUTOR_HEAP_MIB = 512
+_SMALL_EXECUTOR_HEAP_MIB = 256  # for pods under 1Gi
+_MIN_TASKMANAGER_MIB = 512
+
+
 def executor_resources(resources: Resources | None) -> dict[str, str]:
     """Spark's executor sizing from Kubernetes-style TaskManager resources.
 
-    Spark sizes executor pods itself (memory = heap + overhead, overhead = max(384Mi, 10%)), overriding
-    the pod template, so the requested memory is turned into a heap that makes the pod come out at it.
+    Spark sizes executor pods itself (memory = heap + overhead), overriding the pod template, so the
+    pod's memory is split into a small JVM heap and an explicit overhead that holds the Python
+    TaskManager; the pod then comes out at exactly the memory asked for.
     """
     if resources is None:
         return {}
@@ -152,14 +160,16 @@ def executor_resources(resources: Resources | None) -> dict[str, str]:
         conf["spark.kubernetes.executor.limit.cores"] = str(limits["cpu"])
     memory = limits.get("memory", requests.get("memory"))
     if memory is not None:
-        total = memory_mib(memory)
-        heap = int(min(total / 1.1, total - 384))
-        if heap < 256:
+        total = int(memory_mib(memory))
+        if total < _MIN_TASKMANAGER_MIB:
             raise ValueError(
-                f"taskManagers.resources memory {memory} is too small: a TaskManager needs at least 640Mi "
-                "(256Mi heap plus Spark's 384Mi overhead)"
+                f"taskManagers.resources memory {memory} is too small: a TaskManager needs at least "
+                f"{_MIN_TASKMANAGER_MIB}Mi ({_SMALL_EXECUTOR_HEAP_MIB}Mi for the Spark executor's JVM heap, "
+                "the rest for the Python TaskManager)"
             )
+        heap = _EXECUTOR_HEAP_MIB if total >= 1024 else _SMALL_EXECUTOR_HEAP_MIB
         conf["spark.executor.memory"] = f"{heap}m"
+        conf["spark.executor.memoryOverhead"] = f"{total - heap}m"
     return conf
 
 

@@ -97,13 +97,20 @@ def test_executor_resources_size_the_spark_executor() -> None:
     assert conf["spark.executor.cores"] == "1"
     assert conf["spark.kubernetes.executor.request.cores"] == "500m"
     assert conf["spark.kubernetes.executor.limit.cores"] == "2"
-    heap = int(conf["spark.executor.memory"].removesuffix("m"))
-    assert heap + max(384, heap * 0.1) <= 2048 < heap + max(384, heap * 0.1) + 2
+    # A small JVM heap; the Python TaskManager lives in Spark's overhead; the pod is exactly 2Gi.
+    assert conf["spark.executor.memory"] == "512m"
+    assert conf["spark.executor.memoryOverhead"] == "1536m"
+
+
+def test_small_taskmanager_pods_get_a_smaller_executor_heap() -> None:
+    resources = spec(taskManagers={"resources": {"requests": {"memory": "768Mi"}}}).task_managers.resources
+    conf = m.executor_resources(resources)
+    assert (conf["spark.executor.memory"], conf["spark.executor.memoryOverhead"]) == ("256m", "512m")
 
 
 def test_too_little_taskmanager_memory_is_explained() -> None:
-    resources = spec(taskManagers={"resources": {"limits": {"memory": "512Mi"}}}).task_managers.resources
-    with pytest.raises(ValueError, match="at least 640Mi"):
+    resources = spec(taskManagers={"resources": {"limits": {"memory": "500Mi"}}}).task_managers.resources
+    with pytest.raises(ValueError, match="at least 512Mi"):
         m.executor_resources(resources)
 
 
