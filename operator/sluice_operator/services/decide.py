@@ -126,10 +126,12 @@ def _restore_point(
     """Where a new run starts: the rules of the upgrade modes (docs/operator.md)."""
     if ctx.status.job is None or ctx.status.job.id is None:
         return ctx.spec.initial_savepoint
+    if stop_savepoint is not None:
+        # The previous run stopped with a savepoint: an upgrade savepoint (savepoint mode), or a stop
+        # the user asked for, which a suspended job resumes from whatever its spec has become.
+        return stop_savepoint
     if changed and ctx.spec.upgrade_mode is UpgradeMode.STATELESS:
         return None
-    if stop_savepoint is not None:
-        return stop_savepoint
     if obs.latest_checkpoint is not None:
         return obs.latest_checkpoint.path
     # A run without a checkpoint of its own goes on from where it started. An older run's checkpoint

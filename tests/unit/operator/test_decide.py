@@ -144,6 +144,14 @@ def test_suspended_to_running_resumes_from_the_stop_savepoint() -> None:
     assert plan.status["lifecycleState"] == "Deploying"
 
 
+def test_a_suspended_stateless_job_resumes_its_changed_spec_from_the_stop_savepoint() -> None:
+    # The user asked for that savepoint; stateless only decides how a running job is upgraded.
+    old, new = spec(upgradeMode="stateless"), spec(upgradeMode="stateless", parallelism=8)
+    ended = result(savepoint="s3://b/sp/savepoint-eeee-8")
+    plan = decide(ctx(new, deployed_status(old, "Suspended")), Observed(result=ended))
+    assert _only(plan, StartRun).run.restore_from == "s3://b/sp/savepoint-eeee-8"
+
+
 def test_a_failed_stop_leaves_the_job_running_with_an_error() -> None:
     job = spec(state="suspended")
     sp = savepoint(
