@@ -16,9 +16,11 @@ from sluice._fs import join, normalize
 from sluice._pipeline import PipelineError, build_graph
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
+from sluice.checkpoint.storage import CheckpointStorage
 from sluice.coordinator.jobmaster import JobConfig, JobMaster
 from sluice.coordinator.rest import RestApi
 from sluice.coordinator.restart import RestartStrategy
+from sluice.coordinator.result_store import read_result
 from sluice.coordinator.validation import RestoreRefused
 from sluice.graph.jobgraph import GraphError, JobGraph
 from sluice.hosts.base import HostSetupError
@@ -78,6 +80,15 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     logging.basicConfig(level=logging.WARNING, format="sluice: %(levelname)s %(name)s: %(message)s")
     try:
         graph, config = job_from_args(args, default_checkpoint_dir)
+        # A coordinator started again for a job that has ended (its pod restarted, say) must not run it a
+        # second time, nor start a Spark driver just to find that out.
+        ended = read_result(CheckpointStorage(config.checkpoint_dir, config.job_id).job_dir)
+        if ended is not None:
+            _say(
+                f"job {config.job_id} already ended {ended['state']} (its job-result.json is in the "
+                "checkpoint directory): not running it again"
+            )
+            return exit_code(str(ended["state"]))
         hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
     except (UsageError, HostSetupError) as err:
         _say(f"error: {err}")

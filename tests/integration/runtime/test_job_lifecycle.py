@@ -31,6 +31,28 @@ def test_failing_job_exits_non_zero_with_the_error_after_its_restarts(tmp_path: 
     assert result["state"] == "FAILED" and "record 500 is poison" in result["error"]
 
 
+def test_a_job_that_has_ended_is_not_run_again_and_starts_no_spark_driver(tmp_path: Path) -> None:
+    pipeline = str(REPO / "examples" / "w1_window_counts.py")
+    args = [
+        "--arg",
+        "n=5000",
+        "--arg",
+        f"out={tmp_path / 'out'}",
+        "--checkpoint-dir",
+        f"file://{tmp_path / 'chk'}",
+    ]
+    first = run_job(pipeline, *args, "--job-id", "once")
+    assert first.returncode == 0, first.stderr
+    output = read_output(str(tmp_path / "out"))
+
+    # The same job id again (a coordinator pod restarted after its job ended), this time on Spark.
+    again = run_cli("run", pipeline, *args, "--job-id", "once", "--host", "spark", "--rest-port", "0")
+    assert again.returncode == 0, again.stderr
+    assert "job once already ended FINISHED" in again.stderr
+    assert "Spark local" not in again.stderr, "a Spark driver was started for a job that had ended"
+    assert read_output(str(tmp_path / "out")) == output
+
+
 def test_status_prints_the_job_and_cancel_ends_it(tmp_path: Path) -> None:
     job = SluiceJob(
         REPO / "examples" / "unbounded_counts.py",
