@@ -18,9 +18,10 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
@@ -53,6 +54,37 @@ class Operator(Protocol):
     def ensure_started(self) -> None:
         """Start it if a test left it down."""
 
+    def metrics(self) -> Metrics:
+        """A scrape of the operator's Prometheus endpoint, /metrics."""
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """One scrape of /metrics, parsed as Prometheus text format."""
+
+    samples: dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+    @classmethod
+    def parse(cls, text: str) -> Metrics:
+        samples = {
+            (sample.name, frozenset(sample.labels.items())): float(sample.value)
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }
+        return cls(samples)
+
+    def value(self, name: str, **labels: str) -> float:
+        """The sample with exactly these labels; 0 when the series was never exported."""
+        return self.samples.get((name, frozenset(labels.items())), 0.0)
+
+    def series(self, name: str) -> dict[frozenset[tuple[str, str]], float]:
+        return {labels: v for (n, labels), v in self.samples.items() if n == name}
+
+
+def scrape(url: str) -> Metrics:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return Metrics.parse(answer.read().decode())
+
 
 def operator_env(storage: E2EStorage) -> dict[str, str]:
     """The operator's configuration (docs/operator.md): storage root, its credentials, job pod env."""
@@ -68,7 +100,8 @@ def operator_env(storage: E2EStorage) -> dict[str, str]:
 
 @dataclass
 class LocalOperator:
-    """`python -m sluice_operator` on this machine, watching every `e2e-*` namespace."""
+    """`python -m sluice_operator` on this machine, by default watching every `e2e-*` namespace on its
+    own (`--standalone`); with `peering`, one replica under leader election."""
 
     kube: KubeEnv
     storage: E2EStorage
@@ -76,10 +109,37 @@ class LocalOperator:
     process: subprocess.Popen[bytes] | None = None
     metrics_port: int = 0
     runs: int = 0
+    name: str = "operator"
+    namespaces: tuple[str, ...] = (f"{NAMESPACE_PREFIX}*",)
+    peering: str | None = None
+    peering_lifetime: int = 20
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        self.log = self.workdir / "operator.log"
+        self.log = self.workdir / f"{self.name}.log"
+
+    @property
+    def identity(self) -> str:
+        """Its name in the peering object and in the events it posts; new for every start."""
+        return f"{self.name}-run{self.runs}"
+
+    def command(self) -> list[str]:
+        election = (
+            ["--peering", self.peering, "--peering-lifetime", str(self.peering_lifetime)]
+            if self.peering
+            else ["--standalone"]
+        )
+        return [
+            sys.executable,
+            "-m",
+            "sluice_operator",
+            *(f"--namespace={ns}" for ns in self.namespaces),
+            *election,
+            "--identity",
+            self.identity,
+            "--liveness",
+            f"http://127.0.0.1:{free_port()}/healthz",
+        ]
 
     def start(self, timeout: float = 60.0) -> None:
         self.metrics_port = free_port()
@@ -96,16 +156,7 @@ class LocalOperator:
             sink.write(f"===== operator run {self.runs} =====\n".encode())
             sink.flush()
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sluice_operator",
-                    "--namespace",
-                    f"{NAMESPACE_PREFIX}*",
-                    "--standalone",
-                    "--liveness",
-                    f"http://127.0.0.1:{free_port()}/healthz",
-                ],
+                self.command(),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -123,8 +174,14 @@ class LocalOperator:
         raise RuntimeError(f"the operator did not serve /metrics within {timeout:.0f}s:\n{self.logs()}")
 
     def ensure_started(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        if not self.alive():
             self.start()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def metrics(self) -> Metrics:
+        return scrape(f"http://127.0.0.1:{self.metrics_port}/metrics")
 
     def crash(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -149,6 +206,68 @@ class LocalOperator:
 
 
 @dataclass
+class PeeredOperators:
+    """Replicas of the operator under kopf peering (leader election) on the same exact namespaces.
+
+    They are started one after another, each only once the previous one shows in the peering object,
+    so the order of starts is the order of age, which is what ranks them (`--priority` by start time).
+    `crash()` kills the leader, as a node failure would.
+    """
+
+    kube: KubeEnv
+    replicas: list[LocalOperator]
+    peering: str
+
+    @property
+    def namespace(self) -> str:
+        return self.replicas[0].namespaces[0]
+
+    def start(self) -> None:
+        for replica in self.replicas:
+            if not replica.alive():
+                replica.start()
+                self.wait_peer(replica)
+
+    def ensure_started(self) -> None:
+        self.start()
+
+    def stop(self) -> None:
+        for replica in self.replicas:
+            replica.stop()
+
+    def crash(self) -> None:
+        self.leader().crash()
+
+    def metrics(self) -> Metrics:
+        return self.leader().metrics()
+
+    def logs(self, lines: int = 80) -> str:
+        return "\n".join(f"===== {r.name} ({r.identity}) =====\n{r.logs(lines)}" for r in self.replicas)
+
+    def peers(self) -> dict[str, dict[str, Any]]:
+        """The peering object's status: identity -> {priority, lifetime, lastseen}, as kopf keeps it."""
+        body = self.kube.kubectl_json("get", "kopfpeering", self.peering, namespace=self.namespace)
+        return dict(body.get("status") or {})
+
+    def wait_peer(self, replica: LocalOperator, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            entry = self.peers().get(replica.identity)
+            if entry is not None:
+                return entry
+            time.sleep(0.5)
+        raise RuntimeError(f"{replica.identity} never showed in KopfPeering {self.peering}:\n{self.logs()}")
+
+    def leader(self) -> LocalOperator:
+        """The running replica with the highest priority among the peering object's entries."""
+        peers = self.peers()
+        alive = [r for r in self.replicas if r.alive() and r.identity in peers]
+        if not alive:
+            raise RuntimeError(f"no running replica in KopfPeering {self.peering}: {peers}")
+        return max(alive, key=lambda r: int(peers[r.identity]["priority"]))
+
+
+@dataclass
 class ChartOperator:
     """The operator installed from charts/sluice-operator: cluster-wide into a namespace of its own (for
     clusters whose pod IPs this machine cannot reach, kind), or watching its release namespace."""
@@ -160,9 +279,10 @@ class ChartOperator:
     cluster_wide: bool = True
     kubelet: ProcessKubelet | None = None
     """Where container logs come from under the process kubelet (it has no `kubectl logs`)."""
+    metrics_port: int = field(default_factory=free_port)
 
     def values(self) -> dict[str, object]:
-        return helm_values(self.storage, cluster_wide=self.cluster_wide)
+        return helm_values(self.storage, cluster_wide=self.cluster_wide, metrics_port=self.metrics_port)
 
     def start(self, timeout: float = 180.0) -> None:
         installed = self.kube.helm("status", self.release, namespace=self.namespace, check=False)
@@ -229,6 +349,20 @@ class ChartOperator:
         )
         return result.stdout or result.stderr
 
+    def metrics(self) -> Metrics:
+        pods = self.kube.kubectl_json(
+            "get", "pods", "-l", "app.kubernetes.io/name=sluice-operator", namespace=self.namespace
+        )["items"]
+        running = [p for p in pods if p.get("status", {}).get("phase") == "Running"]
+        if not running:
+            raise RuntimeError(f"no running operator pod in {self.namespace}")
+        pod = running[0]
+        if self.kubelet is not None:  # pod IPs are loopback addresses of this machine
+            return scrape(f"http://{pod['status']['podIP']}:{self.metrics_port}/metrics")
+        name = pod["metadata"]["name"]
+        raw = f"/api/v1/namespaces/{self.namespace}/pods/{name}:{self.metrics_port}/proxy/metrics"
+        return Metrics.parse(self.kube.kubectl("get", "--raw", raw).stdout)
+
     def deployment(self) -> str:
         names = self.kube.kubectl(
             "get", "deployments", "-o", "jsonpath={.items[*].metadata.name}", namespace=self.namespace
@@ -237,7 +371,11 @@ class ChartOperator:
 
 
 def helm_values(
-    storage: E2EStorage, *, cluster_wide: bool = False, namespaces: list[str] | None = None
+    storage: E2EStorage,
+    *,
+    cluster_wide: bool = False,
+    namespaces: list[str] | None = None,
+    metrics_port: int | None = None,
 ) -> dict[str, object]:
     """Chart values that point the operator and every job pod at the test storage."""
     return {
@@ -251,5 +389,5 @@ def helm_values(
             "extraEnv": [{"name": k, "value": v} for k, v in storage.env.items()],
         },
         # The process kubelet runs pods in the host's network: keep off well-known ports.
-        "metrics": {"port": free_port()},
+        "metrics": {"port": metrics_port or free_port()},
     }

@@ -97,9 +97,16 @@ async def on_streamjob_event(
 async def watch_streamjob(*, namespace: str | None, name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """The level-based loop: the coordinator and storage change without Kubernetes events, so poll them."""
     ns = namespaced(namespace)
-    while not stopped and not RUNTIME.closing:
-        wait = await reconcile(ns, name)
-        await stopped.wait(wait if wait is not None else RUNTIME.config.reconcile_interval_s)
+    metrics.MANAGED.inc()
+    try:
+        while not stopped and not RUNTIME.closing:
+            wait = await reconcile(ns, name)
+            await stopped.wait(wait if wait is not None else RUNTIME.config.reconcile_interval_s)
+    finally:
+        # Kopf stops daemons when the job goes and when leader election pauses this replica: either
+        # way the job is no longer this replica's, and its lifecycle series must not linger here.
+        metrics.MANAGED.dec()
+        metrics.record_lifecycle(ns, name, None)
 
 
 @kopf.on.delete(c.GROUP, c.VERSION, c.STREAMJOB_PLURAL)
