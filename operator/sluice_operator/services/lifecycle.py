@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Obj
@@ -17,10 +17,12 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
+from ._time import millis
 from .context import JobContext
 from .execute import execute, savepoint_patch
 from .observe import Deps, job_savepoints, observe_job, savepoint_view
-from .plan import Event, Plan
+from .observed import Observed
+from .plan import CreateSavepoint, Event, Plan
 from .reconcile import job_storage, owner_of, read_status
 from .savepoints import plan_savepoints
 from .storage import Storage
@@ -79,30 +81,9 @@ async def _savepoint_before_delete(
     obs = await observe_job(
         deps, storage=storage, owner=owner, spec=spec, status=status, checkpoint_dir=checkpoint_dir
     )
-    generation = int(job["metadata"].get("generation") or 0)
-    name = m.savepoint_name(owner.name, SavepointKind.DELETION, generation)
-    mine = next((v for v in obs.savepoints if v.name == name), None)
-    if mine is not None and mine.status.state.terminal:
-        return False
-    running = obs.coordinator is not None and obs.coordinator.state == "RUNNING"
-    if mine is None:
-        if not running:
-            return False
-        manifest = m.operator_savepoint(
-            owner,
-            kind=SavepointKind.DELETION,
-            stop=StopMode.SUSPEND,
-            stamp=generation,
-            dispose_on_delete=False,
-        )
-        # Not owned by the job: the savepoint outlives it, so the state can be restored elsewhere.
-        del manifest["metadata"]["ownerReferences"]
-        await deps.kube.create_custom(c.SAVEPOINT_PLURAL, owner.namespace, manifest)
-        events.append(Event("Normal", "SavepointOnDelete", f"taking savepoint {name} before deletion"))
-        return True
     ctx = JobContext(
         owner=owner,
-        generation=generation,
+        generation=int(job["metadata"].get("generation") or 0),
         spec=spec,
         status=status,
         config=config,
@@ -110,10 +91,69 @@ async def _savepoint_before_delete(
         new_job_id="",
     )
     plan = Plan(status={})
-    obs.savepoints = [mine]
-    plan_savepoints(ctx, obs, plan)
+    waiting = plan_deletion_savepoint(ctx, obs, plan, deletion_stamp(job))
     await execute(deps, obs, plan, owner)
     events.extend(plan.events)
+    return waiting
+
+
+def deletion_stamp(job: Obj) -> int:
+    """The stamp of the deletion savepoint's name: the deletion's time, fixed once deletion started.
+
+    Not the generation: a user's stop Savepoint may still change spec.state, and the generation with it,
+    while the job is being deleted; a name derived from it would start a second savepoint.
+    """
+    meta = job["metadata"]
+    stamp = millis(meta.get("deletionTimestamp"))
+    return stamp // 1000 if stamp is not None else int(meta.get("generation") or 0)
+
+
+def plan_deletion_savepoint(ctx: JobContext, obs: Observed, plan: Plan, stamp: int) -> bool:
+    """The savepoint on deletion (spec.savepoints.onDelete): create it, trigger it, follow it.
+
+    Returns True while the finalizer must wait for it. A job that is not running is deleted without one,
+    and so is a job whose deletion savepoint failed: deletion is what the user asked for.
+    """
+    name = m.savepoint_name(ctx.owner.name, SavepointKind.DELETION, stamp)
+    mine = next((v for v in obs.savepoints if v.name == name), None)
+    running = obs.coordinator is not None and obs.coordinator.state == "RUNNING"
+    if mine is None:
+        if not running:
+            state = f" (job state {obs.coordinator.state})" if obs.coordinator is not None else ""
+            plan.events.append(
+                Event(
+                    "Normal",
+                    "NoSavepointOnDelete",
+                    f"no savepoint on deletion: the job is not running{state}",
+                )
+            )
+            return False
+        manifest = m.operator_savepoint(
+            ctx.owner,
+            kind=SavepointKind.DELETION,
+            stop=StopMode.SUSPEND,
+            stamp=stamp,
+            dispose_on_delete=False,
+        )
+        # Not owned by the job: the savepoint outlives it, so the state can be restored elsewhere.
+        del manifest["metadata"]["ownerReferences"]
+        plan.actions.append(CreateSavepoint(manifest))
+        plan.events.append(Event("Normal", "SavepointOnDelete", f"taking savepoint {name} before deletion"))
+        return True
+    if mine.status.state.terminal:
+        if mine.status.state is not SavepointState.COMPLETED:
+            plan.events.append(
+                Event("Warning", "DeletedWithoutSavepoint", f"savepoint {name} {mine.status.state.value}")
+            )
+        return False
+    # The operator made it, so it must not be taken for a user's request to change spec.state (which a
+    # Savepoint without the job as owner otherwise is). Savepoints already in flight are followed too:
+    # the deletion savepoint waits for them instead of being refused by a busy coordinator.
+    views = [replace(mine, owned=True)]
+    views += [
+        v for v in obs.savepoints if v.status.trigger_id and not v.status.state.terminal and v is not mine
+    ]
+    plan_savepoints(ctx, replace(obs, savepoints=views), plan)
     return True
 
 
@@ -159,4 +199,11 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
     )
 
 
-__all__ = ["Finalized", "dispose_savepoint", "finalize_job", "reconcile_savepoint"]
+__all__ = [
+    "Finalized",
+    "deletion_stamp",
+    "dispose_savepoint",
+    "finalize_job",
+    "plan_deletion_savepoint",
+    "reconcile_savepoint",
+]

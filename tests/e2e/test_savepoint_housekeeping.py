@@ -1,0 +1,252 @@
+"""Savepoint housekeeping for real: periodic savepoints, history clean-up, disposal, savepoint on deletion.
+
+The unbounded example job (examples/k8s/streamjob.yaml) runs with short intervals set per test; every
+savepoint is checked where it matters, in the S3 storage (`_metadata` of kind savepoint, of this run).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e._cluster import EXAMPLES, JOB_LABEL, E2ECluster
+
+pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
+
+UNBOUNDED = EXAMPLES / "streamjob.yaml"
+JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+TRIGGER_LABEL = "sluice.dev/trigger"
+PERIODIC = re.compile(rf"^{JOB}-periodic-(\d+)$")
+
+
+def _job_with(**savepoints: Any) -> str:
+    """The example job with its `spec.savepoints` replaced, as YAML for `kubectl apply`."""
+    manifest = yaml.safe_load(UNBOUNDED.read_text())
+    manifest["spec"]["savepoints"] = savepoints
+    return yaml.safe_dump(manifest)
+
+
+def _start(e2e: E2ECluster, manifest: str) -> str:
+    e2e.apply(manifest)
+    return str(e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"])
+
+
+def _assert_savepoint_of(e2e: E2ECluster, path: str, run: str, stop_mode: str | None) -> None:
+    metadata = e2e.storage.read_json(f"{path}/_metadata")
+    assert (metadata["kind"], metadata["jobId"], metadata["stopMode"]) == ("savepoint", run, stop_mode), (
+        path,
+        metadata,
+    )
+    assert path.startswith(f"{e2e.storage.root}/savepoints/{e2e.namespace}/{JOB}/"), path
+
+
+def _events(e2e: E2ECluster, reason: str) -> list[str]:
+    return [str(e["message"]) for e in e2e.items("events") if e.get("reason") == reason]
+
+
+@dataclass
+class PeriodicWatch:
+    """What polling the namespace's Savepoints saw: every periodic one completed, and which are gone."""
+
+    e2e: E2ECluster
+    completed: dict[str, str] = field(default_factory=dict)  # name -> path, in order of completion
+    deleted: set[str] = field(default_factory=set)
+
+    def poll(self) -> dict[str, dict[str, Any]]:
+        present = {s["metadata"]["name"]: s for s in self.e2e.items("savepoints")}
+        for name, savepoint in present.items():
+            status = savepoint.get("status") or {}
+            if status.get("state") in ("Failed", "Abandoned"):
+                raise AssertionError(f"periodic savepoint {name} {status['state']}: {json.dumps(status)}")
+            if status.get("state") == "Completed" and name not in self.completed:
+                self.completed[name] = status["path"]
+        self.deleted |= set(self.completed) - set(present)
+        return present
+
+    def until(self, what: str, enough: Any, timeout: float = 180.0) -> dict[str, dict[str, Any]]:
+        def probe() -> dict[str, dict[str, Any]] | None:
+            present = self.poll()
+            return present if enough(self, present) else None
+
+        return self.e2e.wait(what, probe, timeout=timeout)
+
+
+def _completed(present: dict[str, dict[str, Any]]) -> list[str]:
+    return sorted(n for n, s in present.items() if (s.get("status") or {}).get("state") == "Completed")
+
+
+def _history_matches_objects(e2e: E2ECluster) -> dict[str, Any] | None:
+    """The job's status once `savepointHistory` lists exactly the completed Savepoints, newest first."""
+    present = {s["metadata"]["name"]: s for s in e2e.items("savepoints")}
+    job = e2e.get("streamjob", JOB) or {}
+    status = job.get("status") or {}
+    history = status.get("savepointHistory") or []
+    if sorted(h["name"] for h in history) != _completed(present):
+        return None
+    for entry in history:
+        if entry["path"] != present[entry["name"]]["status"]["path"]:
+            return None
+    return status
+
+
+@pytest.mark.timeout(420)
+def test_periodic_savepoints_are_taken_on_the_interval_and_only_max_count_are_kept(e2e: E2ECluster) -> None:
+    interval_s, max_count = 3, 2
+    run = _start(
+        e2e,
+        _job_with(periodicInterval=f"{interval_s}s", historyMaxCount=max_count, disposeOnDelete=True),
+    )
+    watch = PeriodicWatch(e2e)
+    watch.until(
+        f"five periodic savepoints completed and {max_count + 1} of them cleaned up",
+        lambda w, _: len(w.completed) >= 5 and len(w.deleted) >= max_count + 1,
+    )
+
+    job_uid = e2e.get("streamjob", JOB)["metadata"]["uid"]  # type: ignore[index]
+    stamps = []
+    for name in watch.completed:
+        match = PERIODIC.match(name)
+        assert match, f"{name} is not a periodic savepoint of {JOB}: {list(watch.completed)}"
+        stamps.append(int(match.group(1)))
+    assert stamps == sorted(stamps), f"periodic savepoints completed out of order: {list(watch.completed)}"
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert all(gap >= interval_s for gap in gaps), f"savepoints closer than {interval_s}s apart: {gaps}"
+
+    # The oldest went first, with their files (disposeOnDelete), and the operator said why.
+    assert watch.deleted <= set(list(watch.completed)[:-max_count]), (watch.deleted, list(watch.completed))
+    for name in watch.deleted:
+        path = watch.completed[name]
+        e2e.wait(f"the files of deleted {name} gone", lambda p=path: not e2e.storage.exists(p), timeout=30)
+    reasons = _events(e2e, "SavepointDeleted")
+    assert any(f"more than {max_count} savepoints" in r for r in reasons), reasons
+
+    # What is left: at most max_count completed periodic savepoints, each a savepoint of this run,
+    # owned by the job and listed in its status.
+    status = e2e.wait(
+        "savepointHistory lists the completed Savepoints", lambda: _history_matches_objects(e2e)
+    )
+    history = status["savepointHistory"]
+    assert 1 <= len(history) <= max_count, history
+    assert status["lastSavepoint"] == history[0], status
+    assert [h["time"] for h in history] == sorted((h["time"] for h in history), reverse=True), history
+    for entry in history:
+        assert entry["kind"] == "periodic", entry
+        _assert_savepoint_of(e2e, entry["path"], run, None)
+        savepoint = e2e.get("savepoint", entry["name"])
+        assert savepoint is not None
+        assert savepoint["metadata"]["labels"][TRIGGER_LABEL] == "periodic"
+        assert [o["uid"] for o in savepoint["metadata"]["ownerReferences"]] == [job_uid]
+    # The run went on all along: periodic savepoints do not stop the job.
+    job = e2e.get("streamjob", JOB)
+    assert job is not None and job["status"]["job"]["id"] == run
+    assert job["status"]["lifecycleState"] == "Running"
+
+
+@pytest.mark.timeout(420)
+def test_max_age_removes_old_savepoints_but_keeps_the_last_completed_one(e2e: E2ECluster) -> None:
+    max_age_s = 6
+    run = _start(
+        e2e,
+        _job_with(
+            periodicInterval="2s", historyMaxAge=f"{max_age_s}s", historyMaxCount=100, disposeOnDelete=True
+        ),
+    )
+    watch = PeriodicWatch(e2e)
+    watch.until(
+        "periodic savepoints completed and two of them removed for their age",
+        lambda w, _: len(w.completed) >= 3 and len(w.deleted) >= 2,
+    )
+    reasons = _events(e2e, "SavepointDeleted")
+    assert any(f"older than {max_age_s}s" in r for r in reasons), reasons
+    for name in watch.deleted:
+        path = watch.completed[name]
+        e2e.wait(f"the files of deleted {name} gone", lambda p=path: not e2e.storage.exists(p), timeout=30)
+
+    # No more periodic savepoints (a policy change, not a spec change the job restarts for): every
+    # savepoint ages past max age, and all but the last completed one go.
+    e2e.kubectl(
+        "patch", "streamjob", JOB, "--type=merge", "-p", '{"spec":{"savepoints":{"periodicInterval":null}}}'
+    )
+    present = watch.until(
+        "only one completed savepoint left, no savepoint in flight",
+        lambda _, p: len(_completed(p)) == 1 and len(p) == 1,
+    )
+    (last,) = _completed(present)
+    assert last == list(watch.completed)[-1], (last, list(watch.completed))
+    completed_at = time.time()
+    # Twice max age later, several reconciles have looked at it: it is still there, and so are its files.
+    e2e.wait(
+        "two max ages after the last savepoint completed",
+        lambda: time.time() - completed_at > 2 * max_age_s,
+        timeout=60,
+    )
+    assert set(watch.poll()) == {last}, watch.poll()
+    path = watch.completed[last]
+    _assert_savepoint_of(e2e, path, run, None)
+    status = e2e.wait(
+        "savepointHistory lists the completed Savepoints", lambda: _history_matches_objects(e2e)
+    )
+    assert [h["name"] for h in status["savepointHistory"]] == [last]
+    assert status["lastSavepoint"]["path"] == path
+    assert status["job"]["id"] == run and status["lifecycleState"] == "Running", status
+
+
+def _user_savepoint(name: str, *, dispose: bool) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "sluice.dev/v1alpha1",
+            "kind": "Savepoint",
+            "metadata": {"name": name},
+            "spec": {"jobName": JOB, "stop": "none", "disposeOnDelete": dispose},
+        }
+    )
+
+
+@pytest.mark.timeout(420)
+def test_deleting_a_user_savepoint_disposes_of_its_files_only_when_asked(e2e: E2ECluster) -> None:
+    run = _start(e2e, UNBOUNDED.read_text())
+    paths = {}
+    for name, dispose in (("keep-files", False), ("dispose-files", True)):
+        e2e.apply(_user_savepoint(name, dispose=dispose))
+        paths[name] = e2e.wait_savepoint(name, "Completed")["status"]["path"]
+        _assert_savepoint_of(e2e, paths[name], run, None)
+
+    # kubectl waits until the objects are gone, which for disposeOnDelete is after the files went.
+    e2e.kubectl("delete", "savepoint", "keep-files", "dispose-files", "--timeout=60s")
+
+    assert e2e.get("savepoint", "dispose-files") is None and e2e.get("savepoint", "keep-files") is None
+    assert not e2e.storage.exists(paths["dispose-files"]), f"{paths['dispose-files']} still in storage"
+    _assert_savepoint_of(e2e, paths["keep-files"], run, None)
+    disposed = _events(e2e, "Disposed")
+    assert disposed == [f"deleted savepoint files at {paths['dispose-files']}"], disposed
+
+
+@pytest.mark.timeout(420)
+def test_deleting_a_streamjob_with_on_delete_takes_a_savepoint_first(e2e: E2ECluster) -> None:
+    run = _start(e2e, _job_with(onDelete=True))
+
+    e2e.kubectl("delete", "streamjob", JOB, "--timeout=180s")
+
+    assert e2e.get("streamjob", JOB) is None
+    assert e2e.job_pods(JOB) == [], [p["metadata"]["name"] for p in e2e.job_pods(JOB)]
+    # One deletion savepoint, which outlives the job (no owner) so that its state can be restored.
+    (savepoint,) = e2e.items("savepoints", f"{TRIGGER_LABEL}=deletion")
+    assert savepoint["metadata"]["labels"][JOB_LABEL] == JOB
+    assert not savepoint["metadata"].get("ownerReferences"), savepoint["metadata"]
+    assert savepoint["spec"]["stop"] == "suspend"
+    assert savepoint["status"]["state"] == "Completed", savepoint["status"]
+    path = savepoint["status"]["path"]
+    _assert_savepoint_of(e2e, path, run, "no-drain")
+    # The run ended through that savepoint (stop-with-savepoint), not by its pods being deleted.
+    result = e2e.storage.read_json(
+        f"{e2e.storage.root}/checkpoints/{e2e.namespace}/{JOB}/{run}/job-result.json"
+    )
+    assert (result["state"], result["lastSavepoint"]) == ("FINISHED", path), result
+    assert [s["metadata"]["name"] for s in e2e.items("savepoints")] == [savepoint["metadata"]["name"]]
