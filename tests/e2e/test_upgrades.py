@@ -9,6 +9,8 @@ complete from record 0, which a run restored from any checkpoint could not write
 from __future__ import annotations
 
 import json
+import os
+import signal
 from typing import Any
 
 import pytest
@@ -134,6 +136,18 @@ def test_savepoint_mode_suspends_with_a_savepoint_and_starts_the_new_spec_from_i
     )
     assert (result["state"], result["lastSavepoint"]) == ("FINISHED", path), result
 
+    # While the new run deploys (Spark takes seconds to start), the old spec is the last stable one.
+    deploying = e2e.wait_streamjob(
+        JOB,
+        "the new run deploying",
+        lambda sj: (
+            (sj.get("status") or {}).get("job", {}).get("id") not in (None, first_run)
+            and sj["status"].get("lifecycleState") in ("Upgrading", "Deploying")
+        ),
+    )["status"]
+    assert _spec_field(deploying, "lastReconciledSpec", "parallelism") == 1
+    assert _spec_field(deploying, "lastStableSpec", "parallelism") == 2
+
     after = _wait_new_run(e2e, first_run)
     assert after["job"]["restoredFrom"] == path
     assert _from_savepoint_arg(e2e) == path
@@ -244,5 +258,55 @@ def test_restart_nonce_restarts_an_unchanged_job_through_its_upgrade_mode(e2e: E
     job = e2e.get("streamjob", JOB)
     assert job is not None and job["status"]["job"]["id"] == after["job"]["id"]
     assert job["status"]["lifecycleState"] == "Running"
+
+    _finish_and_check_output(e2e)
+
+
+def _coordinator_pid(e2e: E2ECluster, run: str) -> int | None:
+    """The PID of run `run`'s coordinator container once it has started (process kubelet only)."""
+    pod = e2e.get("pod", f"{JOB}-coordinator") or {}
+    if pod.get("metadata", {}).get("annotations", {}).get("sluice.dev/job-id") != run:
+        return None
+    for container in pod.get("status", {}).get("containerStatuses") or []:
+        if "running" in (container.get("state") or {}):
+            return int(container["containerID"].removeprefix("process://"))
+    return None
+
+
+@pytest.mark.timeout(600)
+def test_an_upgraded_run_lost_before_its_first_checkpoint_restarts_from_the_upgrade_savepoint(
+    e2e: E2ECluster,
+) -> None:
+    if e2e.kubelet is None:
+        pytest.skip("kills the coordinator's process by PID, which needs the process kubelet")
+    _apply(e2e, "savepoint")
+    first_run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"]
+    assert _checkpoints_of(e2e, first_run), "the first run has no checkpoint an old restore could pick"
+
+    generation = _patch_spec(e2e, {"restartNonce": 1})
+    path = e2e.wait_savepoint(f"{JOB}-upgrade-{generation}", "Completed")["status"]["path"]
+
+    # The upgraded run's coordinator dies at once: long before Spark is up, so before any checkpoint.
+    def upgraded_run() -> tuple[str, int] | None:
+        run = ((e2e.get("streamjob", JOB) or {}).get("status") or {}).get("job", {}).get("id")
+        pid = _coordinator_pid(e2e, run) if run not in (None, first_run) else None
+        return (run, pid) if pid is not None else None
+
+    second_run, pid = e2e.wait(
+        "the upgraded run's coordinator process", upgraded_run, timeout=120, interval=0.1
+    )
+    os.kill(pid, signal.SIGKILL)
+    e2e.wait(
+        "the coordinator pod failed",
+        lambda: (e2e.get("pod", f"{JOB}-coordinator") or {}).get("status", {}).get("phase") == "Failed",
+        timeout=60,
+    )
+    assert _checkpoints_of(e2e, second_run) == [], "the killed run checkpointed: the test proves nothing"
+
+    # The first run's checkpoints predate the savepoint: restoring one would commit output twice.
+    third = _wait_new_run(e2e, second_run)
+    assert third["job"]["id"] != first_run
+    assert third["job"]["restoredFrom"] == path
+    assert _from_savepoint_arg(e2e) == path
 
     _finish_and_check_output(e2e)
