@@ -250,3 +250,23 @@ def test_deleting_a_streamjob_with_on_delete_takes_a_savepoint_first(e2e: E2EClu
     )
     assert (result["state"], result["lastSavepoint"]) == ("FINISHED", path), result
     assert [s["metadata"]["name"] for s in e2e.items("savepoints")] == [savepoint["metadata"]["name"]]
+
+
+@pytest.mark.timeout(420)
+def test_deleting_a_streamjob_disposes_of_its_savepoints_marked_dispose_on_delete(e2e: E2ECluster) -> None:
+    run = _start(e2e, _job_with(onDelete=True, periodicInterval="4s", disposeOnDelete=True))
+    watch = PeriodicWatch(e2e)
+    watch.until("a periodic savepoint completed", lambda w, _: len(w.completed) >= 1)
+
+    e2e.kubectl("delete", "streamjob", JOB, "--timeout=180s")
+
+    # The job's own savepoints went with it, files and all; the deletion savepoint stays, files and all.
+    present = watch.poll()
+    (deletion,) = [s for s in present.values() if s["metadata"]["labels"][TRIGGER_LABEL] == "deletion"]
+    assert list(present) == [deletion["metadata"]["name"]], list(present)
+    assert deletion["status"]["state"] == "Completed", deletion["status"]
+    assert deletion["spec"]["disposeOnDelete"] is False
+    _assert_savepoint_of(e2e, deletion["status"]["path"], run, "no-drain")
+    for name, path in watch.completed.items():
+        if name != deletion["metadata"]["name"]:
+            assert not e2e.storage.exists(path), f"{name} was deleted with the job but {path} is still there"
