@@ -9,12 +9,22 @@ from sluice_operator.models import OperatorConfig
 from sluice_operator.services import Deps
 
 
+@dataclass(frozen=True)
+class Election:
+    """How this replica takes part in kopf peering, as the command line said."""
+
+    peering: str
+    namespaces: tuple[str, ...]  # exact names; empty for patterns or every namespace
+    clusterwide: bool
+
+
 @dataclass
 class Runtime:
     config: OperatorConfig = field(default_factory=OperatorConfig.from_env)
     deps: Deps | None = None
     locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
     closing: bool = False  # set at shut-down: daemons still alive then must not start new work
+    election: Election | None = None  # None: standalone
 
     def lock(self, namespace: str, name: str) -> asyncio.Lock:
         # One reconcile per StreamJob at a time, whatever woke it (watch event, daemon, pod, Savepoint).

@@ -7,6 +7,8 @@ import os
 from typing import Any
 
 import kopf
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from sluice_operator.kube import Kube, api_client
 from sluice_operator.models import OperatorConfig
@@ -14,9 +16,11 @@ from sluice_operator.models import constants as c
 from sluice_operator.services import Deps, session
 
 from . import metrics
-from ._runtime import RUNTIME
+from ._runtime import RUNTIME, Election
 
 ENV_METRICS_PORT = "SLUICE_OPERATOR_METRICS_PORT"
+PEERING_GROUP, PEERING_VERSION = "kopf.dev", "v1"
+log = logging.getLogger(__name__)
 
 
 @kopf.on.startup()
@@ -33,6 +37,49 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.networking.request_timeout = 30
     RUNTIME.deps = Deps(kube=Kube(await api_client()), http=session())
     metrics.serve(int(os.environ.get(ENV_METRICS_PORT, "9090")))
+    if RUNTIME.election is not None:
+        await warn_missing_peerings(RUNTIME.deps.kube.custom, RUNTIME.election)
+
+
+async def warn_missing_peerings(api: client.CustomObjectsApi, election: Election) -> list[str]:
+    """Say which peering objects are missing; returns where (a namespace, or "cluster").
+
+    Under mandatory peering kopf holds the whole operator paused until it has seen the peering object
+    of every watched namespace, and says nothing about it: a replica would silently do nothing.
+    The chart creates these objects, but possibly after the operator starts, so this only warns.
+    """
+    name = election.peering
+    wheres: list[str | None] = [None] if election.clusterwide else list(election.namespaces)
+    missing = []
+    for namespace in wheres:
+        try:
+            if namespace is None:
+                await api.get_cluster_custom_object(
+                    PEERING_GROUP, PEERING_VERSION, "clusterkopfpeerings", name
+                )
+            else:
+                await api.get_namespaced_custom_object(
+                    PEERING_GROUP, PEERING_VERSION, namespace, "kopfpeerings", name
+                )
+        except ApiException as error:
+            if error.status != 404:
+                log.warning("leader election: cannot read peering object %r: %s", name, error.reason)
+                continue
+            kind = "ClusterKopfPeering" if namespace is None else "KopfPeering"
+            where = "cluster-wide" if namespace is None else f"in namespace {namespace!r}"
+            log.warning(
+                "leader election: no %s %r %s: this replica stays paused, acting on no job, until it "
+                "exists. Create it (the Helm chart does): apiVersion: %s/%s, kind: %s, metadata.name: %s",
+                kind,
+                name,
+                where,
+                PEERING_GROUP,
+                PEERING_VERSION,
+                kind,
+                name,
+            )
+            missing.append(namespace or "cluster")
+    return missing
 
 
 @kopf.on.cleanup()

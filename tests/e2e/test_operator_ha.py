@@ -1,0 +1,189 @@
+"""Leader election: two operator replicas under kopf peering, one acting, the other taking over.
+
+Both watch the same namespace, which holds the KopfPeering object the chart would create. The older
+replica leads (priorities rank by start time); the younger one waits, with its reconcile counter at
+zero. When the leader is SIGKILLed it cannot take its peering entry with it: the standby resumes once
+that entry's lifetime has run out, keeps the running job going (same coordinator, new checkpoints
+observed) and carries out a spec change. A replica started after that joins as a standby again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._operator import NAMESPACE_PREFIX, LocalOperator, PeeredOperators
+from e2e._storage import E2EStorage
+from testkit.kube import KubeEnv
+from testkit.kubelet import ProcessKubelet
+
+pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
+
+UNBOUNDED = EXAMPLES / "streamjob.yaml"
+JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+PEERING = "sluice-operator"
+LIFETIME = 20  # seconds; the chart's default is 60, shorter here to keep the test short
+RECONCILES = "sluice_operator_reconciles_total"
+
+
+@pytest.fixture
+def ha(
+    kube_env: KubeEnv, process_kubelet: ProcessKubelet | None, e2e_storage: E2EStorage, tmp_path: Path
+) -> Iterator[tuple[E2ECluster, PeeredOperators]]:
+    if process_kubelet is None:
+        pytest.skip("two local operator processes need the process kubelet's pod IPs, which they can reach")
+    namespace = f"{NAMESPACE_PREFIX}ha-{uuid.uuid4().hex[:6]}"
+    kube_env.kubectl("create", "namespace", namespace)
+    kube_env.wait_for("serviceaccount default", bool, namespace=namespace, timeout=30)
+    peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": PEERING}}
+    kube_env.kubectl("apply", "-f", "-", namespace=namespace, input=json.dumps(peering))
+    replicas = [
+        LocalOperator(
+            kube_env,
+            e2e_storage,
+            tmp_path,
+            name=name,
+            namespaces=(namespace,),
+            peering=PEERING,
+            peering_lifetime=LIFETIME,
+        )
+        for name in ("operator-a", "operator-b")
+    ]
+    pair = PeeredOperators(kube_env, replicas, PEERING)
+    cluster = E2ECluster(kube_env, process_kubelet, pair, e2e_storage, namespace)
+    try:
+        pair.start()
+        yield cluster, pair
+    finally:
+        if not any(r.alive() for r in replicas):
+            replicas[0].start()  # the finalizers need an operator
+        deleted = cluster.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
+        if deleted.returncode != 0:
+            for job in cluster.items("streamjobs"):
+                cluster.kubectl(
+                    "patch",
+                    "streamjob",
+                    job["metadata"]["name"],
+                    "--type=merge",
+                    "-p",
+                    '{"metadata":{"finalizers":null}}',
+                    check=False,
+                )
+        cluster.kubectl("delete", "pods", "--all", "--grace-period=5", "--timeout=60s", check=False)
+        pair.stop()
+        kube_env.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def _reconciles(replica: LocalOperator) -> float:
+    return replica.metrics().value(RECONCILES, resource="streamjob", outcome="ok")
+
+
+def _managed(replica: LocalOperator) -> float:
+    return replica.metrics().value("sluice_operator_managed_streamjobs")
+
+
+def _reporters(e2e: E2ECluster, since: str = "") -> dict[str, set[str]]:
+    """Reason -> the replicas (events' reportingInstance) that posted the job's events after `since`."""
+    found: dict[str, set[str]] = {}
+    for event in e2e.items("events"):
+        if event["involvedObject"].get("kind") != "StreamJob":
+            continue
+        if (event.get("lastTimestamp") or event.get("eventTime") or "") < since:
+            continue
+        found.setdefault(event["reason"], set()).add(str(event.get("reportingInstance")))
+    return found
+
+
+def _now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@pytest.mark.timeout(420)
+def test_one_replica_acts_and_the_standby_takes_over_when_it_is_killed(
+    ha: tuple[E2ECluster, PeeredOperators],
+) -> None:
+    e2e, pair = ha
+    first, second = pair.replicas
+    peers = pair.peers()
+    assert peers[first.identity]["priority"] > peers[second.identity]["priority"], peers
+    assert peers[first.identity]["lifetime"] == LIFETIME, peers
+    assert pair.leader() is first
+
+    e2e.apply(UNBOUNDED)
+    running = e2e.wait_running_with_checkpoint(JOB)
+    coordinator = e2e.coordinator_pod(JOB)["metadata"]["uid"]
+    # Only the leader acted: the standby never reconciled, watches no job, posted no event.
+    assert _reconciles(first) > 0 and _managed(first) == 1
+    assert _reconciles(second) == 0 and _managed(second) == 0
+    assert set().union(*_reporters(e2e).values()) == {first.identity}, _reporters(e2e)
+    assert f"{e2e.namespace}/{JOB}: start job" in first.log.read_text()
+    assert f"{e2e.namespace}/{JOB}" not in second.log.read_text()
+
+    # The leader dies without a goodbye: its peering entry stays until its lifetime runs out.
+    killed_at = time.monotonic()
+    pair.crash()
+    assert not first.alive()
+    e2e.wait("the standby manages the job", lambda: _managed(second) == 1, timeout=LIFETIME + 60)
+    took_over = time.monotonic() - killed_at
+    assert took_over < LIFETIME + 20, f"the standby took {took_over:.0f}s to take over"
+    # The job went on: the same coordinator, and the survivor observes its new checkpoints.
+    checkpoint = int(running["status"]["lastCheckpoint"]["id"])
+    e2e.wait_checkpoints_after(JOB, checkpoint, timeout=60)
+    assert e2e.coordinator_pod(JOB)["metadata"]["uid"] == coordinator
+    assert _reconciles(second) > 0
+    e2e.wait("the dead leader's entry cleaned up", lambda: first.identity not in pair.peers(), timeout=30)
+
+    # The killed replica comes back younger than the survivor: it waits, and does not take over.
+    first.start()
+    pair.wait_peer(first)
+    assert pair.leader() is second
+
+    # A spec change is carried out by the survivor alone.
+    since = _now_rfc3339()
+    e2e.set_state(JOB, "suspended")
+    generation = int(e2e.get("streamjob", JOB)["metadata"]["generation"])  # type: ignore[index]
+    e2e.wait_savepoint(f"{JOB}-suspend-{generation}", "Completed")
+    e2e.wait_lifecycle(JOB, "Suspended")
+    reporters = _reporters(e2e, since)
+    assert reporters and set().union(*reporters.values()) == {second.identity}, reporters
+    assert _reconciles(first) == 0 and _managed(first) == 0, "the restarted replica acted as well"
+    second_run_log = first.log.read_text().split(f"===== operator run {first.runs} =====")[-1]
+    assert f"{e2e.namespace}/{JOB}" not in second_run_log
+
+
+@pytest.mark.timeout(180)
+def test_a_replica_without_its_peering_object_says_so_and_waits_for_it(
+    kube_env: KubeEnv, process_kubelet: ProcessKubelet | None, e2e_storage: E2EStorage, tmp_path: Path
+) -> None:
+    namespace = f"{NAMESPACE_PREFIX}ha-{uuid.uuid4().hex[:6]}"
+    kube_env.kubectl("create", "namespace", namespace)
+    replica = LocalOperator(
+        kube_env, e2e_storage, tmp_path, namespaces=(namespace,), peering=PEERING, peering_lifetime=LIFETIME
+    )
+    cluster = E2ECluster(kube_env, process_kubelet, replica, e2e_storage, namespace)
+    try:
+        job = yaml.safe_load(UNBOUNDED.read_text())
+        job["spec"]["state"] = "suspended"  # nothing to run: only the operator's status shows it acted
+        cluster.apply(json.dumps(job))
+        replica.start()
+        warning = f"no KopfPeering '{PEERING}' in namespace '{namespace}'"
+        cluster.wait("the missing peering object reported", lambda: warning in replica.log.read_text())
+        time.sleep(3)  # a replica that was not paused would have reconciled the job by now
+        assert (cluster.get("streamjob", JOB) or {}).get("status") is None
+        assert _reconciles(replica) == 0
+
+        peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": PEERING}}
+        cluster.apply(json.dumps(peering))
+        cluster.wait_lifecycle(JOB, "Suspended", timeout=60)
+        assert _reconciles(replica) > 0 and _managed(replica) == 1
+    finally:
+        cluster.kubectl("delete", "streamjobs", "--all", "--timeout=60s", check=False)
+        replica.stop()
+        kube_env.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
