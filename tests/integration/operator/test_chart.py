@@ -7,12 +7,14 @@ tests fail and say how to build it, rather than being skipped.
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from sluice_operator.__main__ import parse
 from testkit.kube import k8s_bin_dir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,17 +27,21 @@ def helm() -> Path:
 
 
 def _helm(helm: Path, *args: str, tmp: Path) -> str:
+    result = _run_helm(helm, *args, tmp=tmp)
+    assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def _run_helm(helm: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     env = {
         "HELM_CACHE_HOME": str(tmp / "cache"),
         "HELM_CONFIG_HOME": str(tmp / "config"),
         "HELM_DATA_HOME": str(tmp / "data"),
         "PATH": "/usr/bin:/bin",
     }
-    result = subprocess.run(
+    return subprocess.run(
         [str(helm), *args], capture_output=True, text=True, env=env, timeout=120, check=False
     )
-    assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def _render(helm: Path, tmp: Path, *sets: str) -> list[dict[str, Any]]:
@@ -53,7 +59,10 @@ def _find(docs: list[dict[str, Any]], kind: str, namespace: str | None = None) -
     ]
 
 
-@pytest.mark.parametrize("sets", [(), ("rbac.clusterWide=true",), ("leaderElection.enabled=false",)])
+@pytest.mark.parametrize(
+    "sets",
+    [(), ("rbac.clusterWide=true",), ("leaderElection.enabled=false",), ("replicas=2",)],
+)
 def test_helm_lint(helm: Path, tmp_path: Path, sets: tuple[str, ...]) -> None:
     args = ["lint", "--strict", str(CHART)]
     for value in sets:
@@ -76,7 +85,12 @@ def test_default_install_is_namespaced_and_least_privilege(helm: Path, tmp_path:
     assert [r["resources"] for r in cluster_role["rules"]] == [["customresourcedefinitions"]]
     (deployment,) = _find(docs, "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"][:3] == ["operator", "--namespace=sluice-system", "--peering=sluice-operator"]
+    assert container["args"][:4] == [
+        "operator",
+        "--namespace=sluice-system",
+        "--peering=sluice-operator",
+        "--peering-lifetime=60",
+    ]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["SLUICE_OPERATOR_STORAGE"] == "file:///var/lib/sluice"
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
@@ -134,3 +148,51 @@ def test_without_leader_election_the_operator_runs_standalone(helm: Path, tmp_pa
 def test_chart_crds_are_the_generated_ones() -> None:
     for path in (ROOT / "crds").glob("*.yaml"):
         assert (CHART / "crds" / path.name).read_text() == path.read_text()
+
+
+def _container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (deployment,) = _find(docs, "Deployment")
+    return dict(deployment["spec"]["template"]["spec"]["containers"][0])
+
+
+def test_replicas_elect_a_leader_through_the_peering_object(
+    helm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = _render(helm, tmp_path, "replicas=2", "leaderElection.lifetime=30", "watchNamespaces={jobs}")
+    (deployment,) = _find(docs, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert "strategy" not in deployment["spec"], "rolling updates are safe: the new pod joins as standby"
+    container = _container(docs)
+    env = {e["name"]: e for e in container["env"]}
+    # Each replica names itself after its pod, in the peering object and in the events it posts.
+    identity = env["SLUICE_OPERATOR_IDENTITY"]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert identity == "metadata.name"
+    assert [(p["metadata"]["name"], p["metadata"]["namespace"]) for p in _find(docs, "KopfPeering")] == [
+        ("sluice-operator", "jobs")
+    ]
+    # The operator itself accepts the rendered arguments: peering on, no fixed priority (so the
+    # replicas rank by start time and never share one), the lifetime asked for.
+    monkeypatch.delenv("SLUICE_OPERATOR_PRIORITY", raising=False)
+    args = parse(container["args"][1:])
+    assert (args.peering, args.peering_lifetime, args.standalone) == ("sluice-operator", 30, False)
+    assert args.namespace == ["jobs"]
+    assert args.priority < 0
+    time.sleep(0.002)
+    assert parse(container["args"][1:]).priority < args.priority, "a replica started later ranks lower"
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (("replicas=2", "leaderElection.enabled=false"), "replicas > 1 needs leaderElection.enabled=true"),
+        (("leaderElection.lifetime=10",), "leaderElection.lifetime must be at least 15"),
+    ],
+)
+def test_unsafe_leader_election_values_are_refused(
+    helm: Path, tmp_path: Path, sets: tuple[str, ...], message: str
+) -> None:
+    args = ["template", "sluice", str(CHART)]
+    for value in sets:
+        args += ["--set", value]
+    result = _run_helm(helm, *args, tmp=tmp_path)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
