@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,6 +227,38 @@ def test_deleting_a_user_savepoint_disposes_of_its_files_only_when_asked(e2e: E2
     _assert_savepoint_of(e2e, paths["keep-files"], run, None)
     disposed = _events(e2e, "Disposed")
     assert disposed == [f"deleted savepoint files at {paths['dispose-files']}"], disposed
+
+
+@pytest.mark.timeout(420)
+def test_a_savepoint_deleted_while_in_progress_disposes_of_its_files_once_it_has_ended(
+    e2e: E2ECluster,
+) -> None:
+    _start(e2e, UNBOUNDED.read_text())
+    taskmanager = e2e.coordinator(JOB, "/v1/job")["taskManagers"][0]
+    pod = e2e.taskmanager_pod_of(JOB, taskmanager["host"])
+    # A frozen TaskManager holds the savepoint in progress (see test_job_lifecycle.py).
+    e2e.signal_process(pod, taskmanager["pid"], signal.SIGSTOP)
+    try:
+        e2e.apply(_user_savepoint("in-flight", dispose=True))
+
+        def in_progress() -> str | None:
+            status = (e2e.get("savepoint", "in-flight") or {}).get("status") or {}
+            trigger = status.get("triggerId")
+            return str(trigger) if status.get("state") == "InProgress" and trigger else None
+
+        trigger = e2e.wait("the Savepoint InProgress", in_progress, timeout=60)
+        e2e.kubectl("delete", "savepoint", "in-flight", "--wait=false")
+        time.sleep(4)  # a few reconciles and handler retries: the finalizer holds the object meanwhile
+        held = e2e.get("savepoint", "in-flight")
+        assert held is not None and held["metadata"].get("deletionTimestamp"), held
+    finally:
+        e2e.signal_process(pod, taskmanager["pid"], signal.SIGCONT)
+
+    e2e.wait("the deleted Savepoint gone", lambda: e2e.get("savepoint", "in-flight") is None, timeout=120)
+    answer = e2e.coordinator(JOB, f"/v1/savepoints/{trigger}")
+    assert answer["status"] == "COMPLETED", answer
+    assert not e2e.storage.exists(answer["path"]), f"{answer['path']} outlived its Savepoint"
+    assert _events(e2e, "Disposed") == [f"deleted savepoint files at {answer['path']}"]
 
 
 @pytest.mark.timeout(420)

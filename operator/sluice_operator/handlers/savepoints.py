@@ -49,6 +49,8 @@ async def on_savepoint_delete(
     *, body: kopf.Body, namespace: str | None, name: str, uid: str, **_: Any
 ) -> None:
     ns = namespaced(namespace)
-    event = await dispose_savepoint(RUNTIME.require(), RUNTIME.config, dict(body))
-    if event is not None:
+    disposal = await dispose_savepoint(RUNTIME.require(), RUNTIME.config, dict(body))
+    for event in disposal.events:
         kopf.event(savepoint_ref(ns, name, uid), type=event.type, reason=event.reason, message=event.message)
+    if not disposal.done:
+        raise kopf.TemporaryError(disposal.message, delay=2)

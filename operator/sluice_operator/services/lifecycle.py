@@ -178,14 +178,23 @@ async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
     return [Event("Warning", "Failed", status.error or "")]
 
 
-async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Event | None:
-    """On deletion of a Savepoint with disposeOnDelete: delete its files."""
+async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Finalized:
+    """On deletion of a Savepoint with disposeOnDelete: delete its files; done=True lets the finalizer go.
+
+    A savepoint still in flight has no path yet but will write files: its deletion waits until it has
+    ended (its job keeps following it), so that they do not outlive the object. Without the job nobody
+    follows it any more, and there is nothing to wait for.
+    """
     view = savepoint_view(savepoint, None)
-    path = view.status.path
-    if not path or view.spec is None or not view.spec.dispose_on_delete:
-        return None
+    if view.spec is None or not view.spec.dispose_on_delete:
+        return Finalized(True, [])
     ns = savepoint["metadata"]["namespace"]
     job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
+    if job is not None and view.status.trigger_id and not view.status.state.terminal:
+        return Finalized(False, [], f"savepoint {view.name} is in progress; its files go once it has ended")
+    path = view.status.path
+    if not path:
+        return Finalized(True, [])
     spec = None
     if job is not None:
         try:
@@ -194,9 +203,8 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
             spec = None
     storage: Storage = await job_storage(deps, config, ns, spec, path)
     removed = await storage.dispose(path)
-    return Event(
-        "Normal", "Disposed", f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
-    )
+    message = f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
+    return Finalized(True, [Event("Normal", "Disposed", message)])
 
 
 __all__ = [
