@@ -4,7 +4,8 @@ Both watch the same namespace, which holds the KopfPeering object the chart woul
 replica leads (priorities rank by start time); the younger one waits, with its reconcile counter at
 zero. When the leader is SIGKILLed it cannot take its peering entry with it: the standby resumes once
 that entry's lifetime has run out, keeps the running job going (same coordinator, new checkpoints
-observed) and carries out a spec change. A replica started after that joins as a standby again.
+observed) and carries out a spec change. A replica started after that joins as a standby again, and
+takes over at once when the leader stops normally (SIGTERM), since kopf then removes the leader's entry.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ UNBOUNDED = EXAMPLES / "streamjob.yaml"
 JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
 PEERING = "sluice-operator"
 LIFETIME = 20  # seconds; the chart's default is 60, shorter here to keep the test short
+# The standby's: had its graceful stop left its entry to expire, the hand-back would take this long.
+LONG_LIFETIME = 300
 RECONCILES = "sluice_operator_reconciles_total"
 
 
@@ -52,9 +55,9 @@ def ha(
             name=name,
             namespaces=(namespace,),
             peering=PEERING,
-            peering_lifetime=LIFETIME,
+            peering_lifetime=lifetime,
         )
-        for name in ("operator-a", "operator-b")
+        for name, lifetime in (("operator-a", LIFETIME), ("operator-b", LONG_LIFETIME))
     ]
     pair = PeeredOperators(kube_env, replicas, PEERING)
     cluster = E2ECluster(kube_env, process_kubelet, pair, e2e_storage, namespace)
@@ -113,7 +116,8 @@ def test_one_replica_acts_and_the_standby_takes_over_when_it_is_killed(
     first, second = pair.replicas
     peers = pair.peers()
     assert peers[first.identity]["priority"] > peers[second.identity]["priority"], peers
-    assert peers[first.identity]["lifetime"] == LIFETIME, peers
+    lifetimes = (peers[first.identity]["lifetime"], peers[second.identity]["lifetime"])
+    assert lifetimes == (LIFETIME, LONG_LIFETIME), peers
     assert pair.leader() is first
 
     e2e.apply(UNBOUNDED)
@@ -156,6 +160,17 @@ def test_one_replica_acts_and_the_standby_takes_over_when_it_is_killed(
     assert _reconciles(first) == 0 and _managed(first) == 0, "the restarted replica acted as well"
     second_run_log = first.log.read_text().split(f"===== operator run {first.runs} =====")[-1]
     assert f"{e2e.namespace}/{JOB}" not in second_run_log
+
+    # A leader that stops normally takes its entry with it: the standby resumes at once, long before
+    # the leader's entry (lifetime LONG_LIFETIME) would have expired.
+    stopped_at = time.monotonic()
+    second.stop()
+    assert second.identity not in pair.peers()
+    e2e.wait("the standby manages the job", lambda: _managed(first) == 1, timeout=60)
+    handed_over = time.monotonic() - stopped_at
+    assert handed_over < LONG_LIFETIME / 5, f"the hand-over took {handed_over:.0f}s"
+    assert e2e.get("streamjob", JOB)["status"]["lifecycleState"] == "Suspended"  # type: ignore[index]
+    print(f"failover after SIGKILL: {took_over:.1f}s; hand-over after SIGTERM: {handed_over:.1f}s")
 
 
 @pytest.mark.timeout(180)
