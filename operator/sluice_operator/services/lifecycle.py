@@ -142,9 +142,8 @@ def plan_deletion_savepoint(ctx: JobContext, obs: Observed, plan: Plan, stamp: i
         return True
     if mine.status.state.terminal:
         if mine.status.state is not SavepointState.COMPLETED:
-            plan.events.append(
-                Event("Warning", "DeletedWithoutSavepoint", f"savepoint {name} {mine.status.state.value}")
-            )
+            why = f"savepoint {name} {mine.status.state.value.lower()}: {mine.status.error}"
+            plan.events.append(Event("Warning", "DeletedWithoutSavepoint", f"{why}; deleting the job anyway"))
         return False
     # The operator made it, so it must not be taken for a user's request to change spec.state (which a
     # Savepoint without the job as owner otherwise is). Savepoints already in flight are followed too:

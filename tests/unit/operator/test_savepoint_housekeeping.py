@@ -201,3 +201,6 @@ def test_deletion_goes_on_after_the_deletion_savepoint_ended_either_way() -> Non
     waiting, plan = _deleting([failed])
     assert not waiting
     assert [(e.type, e.reason) for e in plan.events] == [("Warning", "DeletedWithoutSavepoint")]
+    assert plan.events[0].message == (
+        "savepoint counts-deletion-1700000000 failed: boom; deleting the job anyway"
+    )
