@@ -19,7 +19,9 @@ Coordinator:
      list of finished subtasks.
   6. only then notify every subtask (`notify_checkpoint_complete`): two-phase-commit sinks commit,
      and subtasks waiting for their final checkpoint close and exit. Older checkpoints beyond the
-     retained count are deleted.
+     retained count are deleted. An intermediate savepoint (one that does not stop the job) notifies
+     nobody and is not a final checkpoint: recovery restores checkpoints, never savepoints, so its
+     commits would be replayed (`coordinator.commits_side_effects`).
 Restore (`restore.restored_share`): each new subtask reads its share of state; fully finished
 operators are not run again.
 """

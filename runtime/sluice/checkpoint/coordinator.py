@@ -78,6 +78,21 @@ class PendingCheckpoint:
     def is_savepoint(self) -> bool:
         return self.kind == "savepoint"
 
+    @property
+    def commits(self) -> bool:
+        """Whether completing it commits side effects (see `commits_side_effects`)."""
+        return commits_side_effects(self.kind, self.stop_mode)
+
+
+def commits_side_effects(kind: str, stop_mode: str | None) -> bool:
+    """Checkpoints and stop-with-savepoints commit two-phase-commit sinks; an intermediate savepoint does not.
+
+    Recovery restores the latest checkpoint, never a savepoint: output committed by a savepoint taken
+    after that checkpoint would be written again by the replay. Its pending commits stay in the sinks
+    and go out with the next checkpoint (or when a job is started from the savepoint).
+    """
+    return kind != "savepoint" or stop_mode is not None
+
 
 @dataclass
 class CheckpointRecord:
@@ -314,7 +329,8 @@ class CheckpointCoordinator:
             self.latest_savepoint = record
         else:
             self.latest = record
-        self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
+        if pending.commits:
+            self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
         if pending.done is not None and not pending.done.done():
             pending.done.set_result({**metadata, "_location": pending.location})
         if not pending.is_savepoint:

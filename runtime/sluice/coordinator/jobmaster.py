@@ -264,7 +264,7 @@ class JobMaster(SavepointOperations):
             return None
         self._next_checkpoint_id = self.checkpoints.next_id
         assert pending.done is not None
-        if all_ended:
+        if all_ended and pending.commits:
             pending.done.add_done_callback(self._final_completed)
         return pending.done
 
