@@ -20,6 +20,8 @@ import pytest
 import yaml
 
 from e2e._cluster import EXAMPLES, JOB_LABEL, E2ECluster
+from e2e._outputs import assert_unbounded_exactly_once, generated_prefixes
+from testkit.outputs import read_output
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
@@ -314,3 +316,26 @@ def test_deleting_a_streamjob_disposes_of_its_savepoints_marked_dispose_on_delet
     for name, path in watch.completed.items():
         if name != deletion["metadata"]["name"]:
             assert not e2e.storage.exists(path), f"{name} was deleted with the job but {path} is still there"
+
+
+@pytest.mark.timeout(600)
+def test_a_job_recreated_from_its_deletion_savepoint_goes_on_exactly_once(e2e: E2ECluster) -> None:
+    first_run = _start(e2e, _job_with(onDelete=True))
+    e2e.kubectl("delete", "streamjob", JOB, "--timeout=180s")
+    (savepoint,) = e2e.items("savepoints", f"{TRIGGER_LABEL}=deletion")
+    assert savepoint["status"]["state"] == "Completed", savepoint["status"]
+    path = savepoint["status"]["path"]
+    output_uri = e2e.storage.output_uri(e2e.namespace, JOB)
+    before = sum(generated_prefixes(read_output(output_uri, e2e.storage.storage_options)).values())
+
+    manifest = yaml.safe_load(UNBOUNDED.read_text())
+    manifest["spec"]["initialSavepoint"] = path
+    e2e.apply(yaml.safe_dump(manifest))
+    run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
+    assert (run["restoredFrom"], run["id"] != first_run) == (path, True), run
+
+    # Drained, the output of both jobs together is the reference: nothing lost or repeated across the
+    # deletion.
+    e2e.set_state(JOB, "finished")
+    e2e.wait_lifecycle(JOB, "Finished")
+    assert_unbounded_exactly_once(read_output(output_uri, e2e.storage.storage_options), at_least=before)
