@@ -26,7 +26,7 @@ from sluice.graph.jobgraph import GraphError, JobGraph
 from sluice.hosts.base import HostSetupError
 from sluice.hosts.selection import make_host
 
-EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -72,6 +72,8 @@ def job_from_args(
 
 
 def exit_code(state: str) -> int:
+    if state == "SUSPENDED":
+        return EXIT_SUSPENDED
     return EXIT_FINISHED if state == "FINISHED" else EXIT_FAILED
 
 
@@ -105,6 +107,11 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     if state == "FINISHED":
         savepoint = result.get("lastSavepoint")
         _say(f"job {config.job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else ""))
+    elif state == "SUSPENDED":
+        _say(
+            f"job {config.job_id} SUSPENDED ({result.get('error')}): it has not ended; `sluice run` with "
+            f"--job-id {config.job_id} and the same --checkpoint-dir resumes it from its latest checkpoint"
+        )
     else:
         _say(f"job {config.job_id} {state}: {result.get('error') or job.error}")
     return exit_code(str(state))
@@ -127,9 +134,11 @@ async def serve_job(
 
 async def _run(job: JobMaster, args: argparse.Namespace, started: float) -> dict[str, object]:
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, job.cancel)
+    # Ctrl-C is a user ending the job. SIGTERM is the process being shut down by what runs it (a pod
+    # deleted or evicted, a service stopped): the job is suspended, to be resumed by the next coordinator.
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGINT, job.cancel)
+        loop.add_signal_handler(signal.SIGTERM, lambda: job.suspend("the coordinator received SIGTERM"))
     progress = None if args.quiet else asyncio.create_task(_progress(job, started))
 
     checkpoints = f"checkpoints of this job: {join(job.storage.checkpoint_dir, job.config.job_id)}"

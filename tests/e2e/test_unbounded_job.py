@@ -155,3 +155,24 @@ def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECl
 
     finished = _finish_and_check_output(e2e)
     assert finished["status"]["job"]["restarts"] >= 2
+
+
+@pytest.mark.timeout(600)
+def test_a_deleted_coordinator_pod_is_replaced_and_the_job_goes_on_from_its_checkpoint(
+    e2e: E2ECluster,
+) -> None:
+    # A node drain or an eviction deletes the coordinator pod: SIGTERM suspends the job (it does not
+    # cancel it), and the operator starts a new run from the run's latest checkpoint.
+    e2e.apply(UNBOUNDED)
+    status = e2e.wait_running_with_checkpoint(JOB)["status"]
+    first_run, first_pod = status["job"]["id"], e2e.coordinator_pod(JOB)["metadata"]["uid"]
+    e2e.kubectl("delete", "pod", f"{JOB}-coordinator", "--timeout=90s")
+
+    resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
+    assert resumed["id"] != first_run
+    assert f"/{first_run}/chk-" in resumed["restoredFrom"], resumed
+    assert e2e.coordinator_pod(JOB)["metadata"]["uid"] != first_pod
+    first_run_dir = resumed["restoredFrom"].rsplit("/chk-", 1)[0]
+    assert not e2e.storage.exists(f"{first_run_dir}/job-result.json"), "the deleted coordinator ended its job"
+
+    _finish_and_check_output(e2e)

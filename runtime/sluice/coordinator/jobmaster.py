@@ -1,5 +1,10 @@
 """The job master: runs one job through attempts until it ends FINISHED, FAILED or CANCELED.
 
+Or until the coordinator itself is shut down (`suspend`, on SIGTERM): then the job is SUSPENDED, which
+is not an end. No job result is stored and the checkpoints stay, so a coordinator started again with
+the same job id (a replaced pod) restores the latest checkpoint and carries on, as Flink's JobManager
+does after a fail-over.
+
 An attempt: start TaskManagers on the host, wait until all registered, deploy every subtask (restoring
 from the latest completed checkpoint, or the savepoint the job starts from), then drive checkpoints
 until every subtask has finished. Any failure (a subtask fails, a TaskManager is lost) ends the attempt:
@@ -10,6 +15,7 @@ latest completed checkpoint (restart all, as FLIP-147's first version) or the jo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -23,7 +29,7 @@ from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
 from sluice.coordinator.control import ControlServer, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
-from sluice.coordinator.result_store import read_result, write_result
+from sluice.coordinator.result_store import job_result, read_result, write_result
 from sluice.coordinator.savepoints import SavepointOperations, StopRequest
 from sluice.coordinator.validation import validate_restore
 from sluice.coordinator.views import job_view, sum_metrics
@@ -46,6 +52,9 @@ class JobConfig:
     allow_non_restored_state: bool = False
     savepoint_dir: str | None = None
     registration_timeout_s: float = 120.0
+
+
+ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
 
 
 class _AttemptEnded(Exception):
@@ -77,6 +86,9 @@ class JobMaster(SavepointOperations):
         self.ended = asyncio.Event()
         self.result: dict[str, Any] | None = None
         self._events: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
+        # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
+        self._end_request: tuple[str, str] | None = None
+        self._end_requested = asyncio.Event()
         self._control = ControlServer(self._on_message, self._on_lost)
         self._graph_bytes = cloudpickle.dumps(graph)
         self._final_done = False
@@ -112,7 +124,7 @@ class JobMaster(SavepointOperations):
                 else:  # pragma: no cover - _attempt always ends by raising
                     outcome, reason = "failed", "attempt ended without an outcome"
                 await self._end_attempt(graceful=outcome == "finished")
-                if outcome in ("finished", "canceled"):
+                if outcome in ("finished", "canceled", "suspended"):
                     self.state = outcome.upper()
                     break
                 self.error = reason
@@ -124,20 +136,23 @@ class JobMaster(SavepointOperations):
                 self.state = "RESTARTING"
                 self.restarts += 1
                 self.attempt += 1
-                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._end_requested.wait(), delay)
+                if self._end_request is not None:
+                    self.state = self._end_request[0].upper()
+                    break
                 restore = await asyncio.to_thread(self.storage.latest_completed) or restore
         finally:
             self.end_ms = time.time_ns() // 1_000_000
             latest = self.checkpoints.latest.path if self.checkpoints and self.checkpoints.latest else None
-            self.result = await asyncio.to_thread(
-                write_result,
-                self.storage.job_dir,
-                self.config.job_id,
-                self.state,
-                self.last_savepoint,
-                latest,
-                None if self.state == "FINISHED" else self.error,
-            )
+            error = None if self.state == "FINISHED" else self.error
+            if self.state == "SUSPENDED":
+                error = self._end_request[1] if self._end_request else error
+            self.result = job_result(self.config.job_id, self.state, self.last_savepoint, latest, error)
+            # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
+            # whose coordinator failed here (an exception on its way out): a stored result would end it.
+            if self.state in ENDED_STATES:
+                await asyncio.to_thread(write_result, self.storage.job_dir, self.result)
             await self._control.close()
             self.ended.set()
         return self.result
@@ -179,15 +194,20 @@ class JobMaster(SavepointOperations):
 
     async def _await_registration(self, lost: asyncio.Future[str]) -> None:
         registered: asyncio.Future[Any] = asyncio.ensure_future(self._control.registered.wait())
-        waiting: set[asyncio.Future[Any]] = {registered, lost}
+        # TaskManagers may take long to come (executor pods pending): a cancel must not wait for them.
+        ending: asyncio.Future[Any] = asyncio.ensure_future(self._end_requested.wait())
+        waiting: set[asyncio.Future[Any]] = {registered, lost, ending}
         done, _ = await asyncio.wait(
             waiting,
             timeout=self.config.registration_timeout_s,
             return_when=asyncio.FIRST_COMPLETED,
         )
         registered.cancel()
+        ending.cancel()
         if lost in done:
             raise _AttemptEnded("failed", lost.result())
+        if self._end_request is not None:
+            raise _AttemptEnded(*self._end_request)
         if registered not in done:
             raise _AttemptEnded(
                 "failed",
@@ -334,7 +354,18 @@ class JobMaster(SavepointOperations):
     # -- operations ---------------------------------------------------------------------------------
 
     def cancel(self) -> None:
-        self._events.put_nowait(("canceled", "canceled by request"))
+        """Ends the job for good: CANCELED, with a stored result."""
+        self._request_end("canceled", "canceled by request")
+
+    def suspend(self, reason: str) -> None:
+        """Stops this coordinator without ending the job: SUSPENDED, resumable with the same job id."""
+        self._request_end("suspended", reason)
+
+    def _request_end(self, outcome: str, reason: str) -> None:
+        if self._end_request is None:
+            self._end_request = (outcome, reason)
+            self._end_requested.set()
+            self._events.put_nowait((outcome, reason))
 
     # -- for the REST API and progress ------------------------------------------------------------------
 

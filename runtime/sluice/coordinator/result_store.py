@@ -26,15 +26,14 @@ def read_result(job_dir: str) -> dict[str, Any] | None:
     return result
 
 
-def write_result(
-    job_dir: str,
+def job_result(
     job_id: str,
     state: str,
     last_savepoint: str | None,
     last_checkpoint: str | None,
     error: str | None,
 ) -> dict[str, Any]:
-    result = {
+    return {
         "jobId": job_id,
         "state": state,
         "timestamp": time.time_ns() // 1_000_000,
@@ -42,8 +41,10 @@ def write_result(
         "lastCheckpoint": last_checkpoint,
         "error": error,
     }
+
+
+def write_result(job_dir: str, result: dict[str, Any]) -> None:
     fs, path = filesystem(result_uri(job_dir))
     fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     with fs.open(path, "wb") as handle:
         handle.write(json.dumps(result, indent=1).encode())
-    return result

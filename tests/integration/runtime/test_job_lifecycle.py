@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from testkit.checkpoints import PIPELINES
 from testkit.jobs import REPO, SluiceJob, run_cli, run_job
-from testkit.outputs import assert_same_output, read_output, w1_reference
+from testkit.outputs import assert_same_output, keyed_window_reference, read_output, w1_reference
 
 
 def test_failing_job_exits_non_zero_with_the_error_after_its_restarts(tmp_path: Path) -> None:
@@ -80,6 +81,49 @@ def test_status_prints_the_job_and_cancel_ends_it(tmp_path: Path) -> None:
     assert "CANCELED" in job.stderr
     unreachable = run_cli("status", "--address", job.rest_url())
     assert unreachable.returncode == 1 and "cannot reach the coordinator" in unreachable.stderr
+
+
+def test_sigterm_suspends_the_job_and_the_same_job_id_resumes_it_exactly_once(tmp_path: Path) -> None:
+    # SIGTERM is how Kubernetes ends a pod that is deleted or evicted: the job is not over.
+    out, chk, count = tmp_path / "out", tmp_path / "chk", 40_000
+    options = [
+        "--arg",
+        f"out={out}",
+        "--arg",
+        f"count={count}",
+        "--arg",
+        "rate=8000",
+        "--parallelism",
+        "2",
+        "--checkpoint-dir",
+        f"file://{chk}",
+        "--checkpoint-interval",
+        "300ms",
+        "--job-id",
+        "evicted",
+    ]
+    first = SluiceJob(PIPELINES / "generated_counts.py", *options)
+    try:
+        first.wait_checkpoints(2)
+        seen = int(first.get("/v1/checkpoints")["latest"]["id"])
+        first.process.send_signal(signal.SIGTERM)
+        code = first.wait(60)
+    finally:
+        first.kill()
+    assert code == 3, first.stderr
+    assert "job evicted SUSPENDED (the coordinator received SIGTERM)" in first.stderr
+    assert not (chk / "evicted" / "job-result.json").exists(), "a suspended job has not ended"
+    assert read_output(str(out)), "the first coordinator committed output before it was stopped"
+
+    second = run_job(PIPELINES / "generated_counts.py", *options)
+    assert second.returncode == 0, second.stderr
+    result = json.loads((chk / "evicted" / "job-result.json").read_text())
+    assert result["state"] == "FINISHED"
+    # Checkpoint ids go on from the restored one: the second coordinator resumed, it did not start over.
+    assert int(result["lastCheckpoint"].rsplit("chk-", 1)[1]) > seen
+    assert_same_output(
+        read_output(str(out)), keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
+    )
 
 
 def test_pipeline_can_be_given_as_an_importable_module(tmp_path: Path) -> None:

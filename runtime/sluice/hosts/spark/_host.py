@@ -20,6 +20,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.protocol import Py4JError
+
 from sluice.hosts.spark._failure import describe_failure
 from sluice.hosts.spark._task import run_barrier_task
 
@@ -130,16 +132,22 @@ class SparkHost:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(stage.done), grace_s)
         deadline = time.monotonic() + self.stop_timeout_s
-        while not stage.done.done() and time.monotonic() < deadline:
-            # Repeated: the background thread may submit the job just after a first cancel.
-            await asyncio.to_thread(self.context.cancelJobGroup, stage.group)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(stage.done), 1.0)
-        # The Spark job has ended, but killed tasks may still be winding down (Spark kills a Python
-        # worker that ignores the interrupt after spark.python.task.killTimeout). Nothing may be left
-        # running when stop() returns: the next attempt needs the slots, and a stale TaskManager
-        # must not linger.
-        left = await asyncio.to_thread(self._wait_tasks_ended, stage.group, deadline)
+        try:
+            while not stage.done.done() and time.monotonic() < deadline:
+                # Repeated: the background thread may submit the job just after a first cancel.
+                await asyncio.to_thread(self.context.cancelJobGroup, stage.group)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(stage.done), 1.0)
+            # The Spark job has ended, but killed tasks may still be winding down (Spark kills a Python
+            # worker that ignores the interrupt after spark.python.task.killTimeout). Nothing may be
+            # left running when stop() returns: the next attempt needs the slots, and a stale
+            # TaskManager must not linger.
+            left = await asyncio.to_thread(self._wait_tasks_ended, stage.group, deadline)
+        except Py4JError as err:
+            # The driver JVM is shutting down or gone (a pod's SIGTERM can reach it along with us): its
+            # executors, and the TaskManagers in their Python workers, end with it.
+            log.warning("the Spark driver is gone, its TaskManagers end with it: %s", _describe(err))
+            return
         if not stage.done.done() or left:
             log.warning(
                 "Spark job group %s did not end within %.0fs (%d task(s) still running)",
@@ -165,3 +173,12 @@ class SparkHost:
 def _settle(future: asyncio.Future[str | None], failure: str | None) -> None:
     if not future.done():
         future.set_result(failure)
+
+
+def _describe(err: BaseException) -> str:
+    # No call into the JVM here: it may be the thing that is gone (py4j's str() can fail then too).
+    try:
+        text = str(err).strip()
+    except Exception:
+        text = ""
+    return text.splitlines()[0] if text else type(err).__name__
