@@ -50,6 +50,9 @@ def decide(ctx: JobContext, obs: Observed) -> Plan:
     plan = Plan(status=status)
     outlook = plan_savepoints(ctx, obs, plan)
     lifecycle, error = _lifecycle(ctx, obs, plan, outlook)
+    if lifecycle in (LifecycleState.SUSPENDED, LifecycleState.FINISHED):
+        # History limits hold at rest too (a running job trims while it takes periodic savepoints).
+        periodic_and_cleanup(ctx, obs, plan, job_running=False, start_ms=None)
     previous = ctx.status.lifecycle_state
     if lifecycle is not previous:
         plan.events.append(
@@ -241,7 +244,7 @@ def _stopping(
 ) -> tuple[LifecycleState, str | None]:
     pod = obs.pod
     assert pod is not None
-    if outlook.active_stop is not None:
+    if outlook.active_stop is not None or outlook.completed_stop is not None:
         return LifecycleState.STOPPING, None
     if outlook.failed_stop is not None:
         view = outlook.failed_stop
@@ -266,7 +269,7 @@ def _upgrade(
     pod = obs.pod
     assert pod is not None
     if ctx.spec.upgrade_mode is UpgradeMode.SAVEPOINT and running:
-        if outlook.active_stop is not None:
+        if outlook.active_stop is not None or outlook.completed_stop is not None:
             return LifecycleState.UPGRADING, None
         if outlook.failed_stop is not None:
             view = outlook.failed_stop

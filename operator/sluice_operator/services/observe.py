@@ -73,6 +73,7 @@ def savepoint_view(obj: Obj, job_uid: str | None) -> SavepointView:
         owned=job_uid is not None and any(o.get("uid") == job_uid for o in owners),
         spec_error=error,
         uid=meta.get("uid"),
+        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 

@@ -85,6 +85,7 @@ class SavepointView:
     owned: bool  # made by the operator for this job (has the job as owner)
     spec_error: str | None = None
     uid: str | None = None
+    deleting: bool = False  # has a deletionTimestamp: its finalizer is disposing of it
 
 
 @dataclass

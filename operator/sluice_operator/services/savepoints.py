@@ -42,6 +42,8 @@ class SavepointOutlook:
 
     active_stop: SavepointView | None = None
     failed_stop: SavepointView | None = None  # a stop for the current generation that failed for good
+    # A stop that completed on the running job: the job is ending, nothing more to ask of it.
+    completed_stop: SavepointView | None = None
 
 
 def _with(view: SavepointView, **changes: object) -> SavepointStatus:
@@ -78,6 +80,14 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
             if (
                 view.spec is not None
                 and view.spec.stop is not StopMode.NONE
+                and status.state is SavepointState.COMPLETED
+                and live_job_id is not None
+                and status.job_id == live_job_id
+            ):
+                outlook.completed_stop = view
+            if (
+                view.spec is not None
+                and view.spec.stop is not StopMode.NONE
                 and view.labels.get(LABEL_GENERATION) == str(ctx.generation)
                 and status.state is not SavepointState.COMPLETED
             ):
@@ -95,6 +105,8 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
                 _finish(plan, view, new)
                 if stop is not StopMode.NONE and new.state is not SavepointState.COMPLETED:
                     outlook.failed_stop = view
+                elif stop is not StopMode.NONE:
+                    outlook.completed_stop = view
                 continue
             else:
                 plan.actions.append(PatchSavepoint(view.name, new))
@@ -111,8 +123,8 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
                         f"Savepoint {view.name} asks to stop with {stop.value}: spec.state={wanted}",
                     )
                 )
-        if view.status.trigger_id is not None or in_flight or triggered_now:
-            continue
+        if view.status.trigger_id is not None or in_flight or triggered_now or view.deleting:
+            continue  # a Savepoint deleted before it was triggered is not taken at all
         if running and live_job_id is not None:
             target = view.spec.target_directory or m.savepoint_dir(ctx.spec, ctx.owner, ctx.config)
             plan.actions.append(TriggerSavepoint(view.name, _REST_STOP[stop], target, live_job_id))
@@ -265,8 +277,8 @@ def _trim_history(ctx: JobContext, obs: Observed, plan: Plan) -> None:
     for views in (completed, failed_periodic):
         kept = 0
         for view in views:
-            if not view.owned:
-                continue
+            if not view.owned or view.deleting:
+                continue  # a user's, or already on its way out (its finalizer is disposing of files)
             reason = _too_many_or_too_old(ctx, view, kept) if view.name != latest else None
             if reason is None:
                 kept += 1

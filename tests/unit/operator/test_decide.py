@@ -11,6 +11,7 @@ from sluice_operator.services.observed import Observed
 from sluice_operator.services.plan import (
     CreateSavepoint,
     DeletePods,
+    DeleteSavepoint,
     PatchSavepoint,
     Plan,
     SetDesiredState,
@@ -131,6 +132,26 @@ def test_after_the_stop_the_pods_go_and_the_job_is_suspended() -> None:
     assert plan.actions == []
     assert plan.status["lifecycleState"] == "Suspended"
     assert plan.status["job"]["state"] == "FINISHED"
+
+
+def test_a_suspended_job_still_trims_its_savepoint_history() -> None:
+    job = spec(state="suspended", savepoints={"historyMaxAge": "1h"})
+    old = [
+        savepoint(
+            f"counts-periodic-{i}",
+            state="Completed",
+            path=f"s3://b/sp/{i}",
+            completionTime=f"2023-11-1{i}T00:00:00Z",
+        )
+        for i in (1, 2)
+    ]
+    ended = result(savepoint="s3://b/sp/savepoint-eeee-8")
+    plan = decide(ctx(job, deployed_status(job, "Suspended")), Observed(result=ended, savepoints=old))
+    assert plan.status["lifecycleState"] == "Suspended"
+    # Both are days old; the newest completed one stays, where the job would resume from.
+    assert [(a.name, a.reason) for a in plan.actions if isinstance(a, DeleteSavepoint)] == [
+        ("counts-periodic-1", "older than 1h")
+    ]
 
 
 def test_suspended_to_running_resumes_from_the_stop_savepoint() -> None:

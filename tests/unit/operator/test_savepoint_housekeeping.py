@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from sluice_operator.services._time import rfc3339 as _at
@@ -14,7 +15,7 @@ from sluice_operator.services.plan import (
     SetDesiredState,
     TriggerSavepoint,
 )
-from sluice_operator.services.savepoints import periodic_and_cleanup
+from sluice_operator.services.savepoints import periodic_and_cleanup, plan_savepoints
 
 from ._fixtures import spec
 from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, savepoint
@@ -91,6 +92,32 @@ def test_max_count_deletes_the_oldest_operator_savepoints_and_never_a_users() ->
     deleted = _deleted(_housekeeping([*views, users], historyMaxCount=2))
 
     assert deleted == {f"counts-periodic-{i}": "more than 2 savepoints" for i in (0, 1, 2)}
+
+
+def test_a_savepoint_already_being_deleted_is_neither_deleted_again_nor_counted() -> None:
+    views = [_periodic(i, NOW - (10 - i) * 60_000) for i in range(4)]  # periodic-3 is the newest
+    # periodic-2 was trimmed by an earlier reconcile; its finalizer is still disposing of its files.
+    views[2] = dataclasses.replace(views[2], deleting=True)
+
+    deleted = _deleted(_housekeeping(views, historyMaxCount=2))
+
+    assert deleted == {"counts-periodic-0": "more than 2 savepoints"}
+
+
+def test_a_savepoint_deleted_before_it_was_triggered_is_not_taken() -> None:
+    pending = dataclasses.replace(savepoint("users-own", owned=False), deleting=True)
+    plan = Plan(status={})
+    job = spec()
+    observed = Observed(pod=pod(job), coordinator=coordinator(), savepoints=[pending])
+    plan_savepoints(ctx(job, deployed_status(job)), observed, plan)
+    assert not [a for a in plan.actions if isinstance(a, TriggerSavepoint)]
+    # The same Savepoint not being deleted is triggered: the test sees the difference.
+    plan_savepoints(
+        ctx(job, deployed_status(job)),
+        dataclasses.replace(observed, savepoints=[dataclasses.replace(pending, deleting=False)]),
+        plan,
+    )
+    assert [a for a in plan.actions if isinstance(a, TriggerSavepoint)]
 
 
 def test_max_age_deletes_old_savepoints_but_keeps_the_newest_completed_one() -> None:
