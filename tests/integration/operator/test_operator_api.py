@@ -124,7 +124,8 @@ def test_a_streamjob_gets_its_coordinator_objects(
     assert "Deploying" in reasons
     metrics = operator.metrics()
     assert 'sluice_operator_reconciles_total{outcome="ok",resource="streamjob"}' in metrics
-    assert 'sluice_operator_streamjobs{lifecycle="Deploying"} 1.0' in metrics
+    series = f'sluice_operator_streamjobs{{lifecycle="Deploying",namespace="{kube_namespace}"}} 1.0'
+    assert series in metrics, [line for line in metrics.splitlines() if "streamjobs" in line]
 
 
 def test_an_invalid_spec_sets_degraded_with_a_message_and_an_event(
