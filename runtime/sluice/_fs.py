@@ -13,6 +13,22 @@ def filesystem(uri: str) -> tuple[Any, str]:
     return fs, path
 
 
+def make_dirs(fs: Any, path: str) -> None:
+    """Create the directory `path` where directories exist; object stores have none.
+
+    s3fs's makedirs creates the *bucket* when it is missing: a mistyped bucket in a checkpoint or
+    savepoint URI would silently become a new bucket (or fail later on a permission nobody expected).
+    Writing into a missing bucket fails instead, with the store's own "no such bucket" error.
+    """
+    if not _is_object_store(fs):
+        fs.makedirs(path, exist_ok=True)
+
+
+def _is_object_store(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return bool(set(protocols) & {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl"})
+
+
 def join(uri: str, *parts: str) -> str:
     return "/".join([uri.rstrip("/"), *(p.strip("/") for p in parts)])
 

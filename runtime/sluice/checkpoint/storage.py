@@ -13,7 +13,7 @@ from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
-from sluice._fs import filesystem, join, normalize
+from sluice._fs import filesystem, join, make_dirs, normalize
 
 METADATA = "_metadata"
 _CHK = re.compile(r"chk-(\d+)$")
@@ -34,7 +34,7 @@ class CheckpointStorage:
     def probe_writable(self, location: str) -> None:
         """Fails with the storage's own error when `location` cannot be written."""
         fs, path = filesystem(location)
-        fs.makedirs(path, exist_ok=True)
+        make_dirs(fs, path)
         probe = f"{path}/.probe-{uuid.uuid4().hex}"
         with fs.open(probe, "wb") as handle:
             handle.write(b"ok")
@@ -65,7 +65,7 @@ class CheckpointStorage:
 
 def write_bytes(location: str, name: str, data: bytes) -> int:
     fs, path = filesystem(location)
-    fs.makedirs(path, exist_ok=True)
+    make_dirs(fs, path)
     with fs.open(f"{path}/{name}", "wb") as handle:
         handle.write(data)
     return len(data)
@@ -85,7 +85,7 @@ def exists(uri: str) -> bool:
 
 def write_metadata(location: str, metadata: dict[str, Any]) -> None:
     fs, path = filesystem(location)
-    fs.makedirs(path, exist_ok=True)
+    make_dirs(fs, path)
     payload = json.dumps(metadata, indent=1, sort_keys=True).encode()
     if isinstance(fs, LocalFileSystem):
         # Local files: write aside and rename, so `_metadata` appears complete or not at all.

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sluice._fs import filesystem, join, normalize
+from sluice._fs import filesystem, join, make_dirs, normalize
 from sluice.connectors.base import Source, SplitReader, TransactionContext, TwoPhaseCommitSink
 
 
@@ -92,7 +92,7 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
 
     def begin(self, ctx: TransactionContext) -> _OpenFile:
         fs, root = filesystem(self.uri)
-        fs.makedirs(root, exist_ok=True)
+        make_dirs(fs, root)
         # The attempt token makes names unique across attempts, restarts and jobs sharing a directory.
         name = f"part-{ctx.operator_uid}-{ctx.subtask_index}-{ctx.attempt_token}-{ctx.next_name()}.jsonl"
         hidden = join(self.uri, f".{name}.inprogress")

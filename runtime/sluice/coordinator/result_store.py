@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any
 
-from sluice._fs import filesystem, join
+from sluice._fs import filesystem, join, make_dirs
 
 
 def result_uri(job_dir: str) -> str:
@@ -45,6 +45,6 @@ def job_result(
 
 def write_result(job_dir: str, result: dict[str, Any]) -> None:
     fs, path = filesystem(result_uri(job_dir))
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    make_dirs(fs, path.rsplit("/", 1)[0])
     with fs.open(path, "wb") as handle:
         handle.write(json.dumps(result, indent=1).encode())

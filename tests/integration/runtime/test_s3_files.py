@@ -8,7 +8,7 @@ import json
 import pytest
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import run_job
+from testkit.jobs import REPO, SluiceJob, run_cli, run_job
 from testkit.outputs import assert_same_output, read_output
 from testkit.s3 import S3Server
 
@@ -39,3 +39,28 @@ def test_files_from_s3_to_s3_exactly_once(s3_server: S3Server, s3_bucket: str) -
     assert_same_output(read_output(f"{s3_bucket}/out"), expected)
     names = [p.rsplit("/", 1)[-1] for p in fs.find(f"{s3_bucket.removeprefix('s3://')}/out")]
     assert names and all(n.startswith("part-") for n in names), "only published part files are left"
+
+
+def test_a_savepoint_into_a_missing_bucket_fails_clearly_and_creates_no_bucket(
+    s3_server: S3Server, s3_bucket: str
+) -> None:
+    job = SluiceJob(
+        REPO / "examples" / "unbounded_counts.py",
+        "--arg",
+        f"out={s3_bucket}/out",
+        "--checkpoint-dir",
+        f"{s3_bucket}/chk",
+        "--checkpoint-interval",
+        "300ms",
+    )
+    missing = f"{s3_bucket}-mistyped"
+    try:
+        job.wait_checkpoints(1)
+        answer = run_cli("savepoint", "--address", job.rest_url(), "--savepoint-dir", f"{missing}/savepoints")
+        assert answer.returncode == 1, answer.stdout
+        assert "savepoint failed" in answer.stderr and "bucket" in answer.stderr.lower(), answer.stderr
+        assert job.get("/v1/job")["state"] == "RUNNING", "a failed savepoint leaves the job running"
+    finally:
+        job.kill()
+    # Writing a directory marker must not create the bucket: a typo would otherwise become a bucket.
+    assert not s3_server.filesystem().exists(missing.removeprefix("s3://"))
