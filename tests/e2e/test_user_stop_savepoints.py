@@ -1,0 +1,110 @@
+"""A user's `Savepoint` with `stop: suspend|terminate` stops the job; a stop that fails leaves it running.
+
+The user creates the Savepoint (GitOps-style, with `kubectl apply`) instead of editing `spec.state`: the
+operator records the request in the StreamJob (`spec.state`), so that the spec says what the job is,
+and carries it out like a state change. A stop whose savepoint cannot be written fails before anything
+stops: the Savepoint is Failed with the error, the job runs on, `Degraded` says so, and a Warning event
+is posted; the operator does not retry it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._outputs import assert_unbounded_exactly_once
+from testkit.outputs import read_output
+
+pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
+
+UNBOUNDED = EXAMPLES / "streamjob.yaml"
+JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+
+
+def _stop_savepoint(name: str, stop: str, target: str | None = None) -> str:
+    spec: dict[str, Any] = {"jobName": JOB, "stop": stop}
+    if target is not None:
+        spec["targetDirectory"] = target
+    return yaml.safe_dump(
+        {"apiVersion": "sluice.dev/v1alpha1", "kind": "Savepoint", "metadata": {"name": name}, "spec": spec}
+    )
+
+
+def _output(e2e: E2ECluster) -> Any:
+    return read_output(e2e.storage.output_uri(e2e.namespace, JOB), e2e.storage.storage_options)
+
+
+def _events(e2e: E2ECluster, reason: str) -> list[str]:
+    return [str(e["message"]) for e in e2e.items("events") if e.get("reason") == reason]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    ("stop", "state", "lifecycle"),
+    [("terminate", "finished", "Finished"), ("suspend", "suspended", "Suspended")],
+)
+def test_a_users_stop_savepoint_stops_the_job_and_sets_its_state(
+    e2e: E2ECluster, stop: str, state: str, lifecycle: str
+) -> None:
+    e2e.apply(UNBOUNDED)
+    run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"]
+
+    e2e.apply(_stop_savepoint("stop-it", stop))
+    savepoint = e2e.wait_savepoint("stop-it", "Completed")
+    metadata = e2e.storage.read_json(f"{savepoint['status']['path']}/_metadata")
+    assert (metadata["jobId"], metadata["stopMode"]) == (run, "drain" if stop == "terminate" else "no-drain")
+    job = e2e.wait_lifecycle(JOB, lifecycle)
+    assert job["spec"]["state"] == state, "the operator records the user's stop in the StreamJob's spec"
+    assert job["status"]["lastSavepoint"]["path"] == savepoint["status"]["path"]
+    assert [m for m in _events(e2e, "StopRequested") if "stop-it" in m], "no StopRequested event"
+    # The user's Savepoint did the stop: the operator made no stop Savepoint of its own.
+    names = {s["metadata"]["name"] for s in e2e.items("savepoints")}
+    assert names == {"stop-it"}, names
+    e2e.wait_pods_gone(JOB)
+
+    if stop == "suspend":
+        # Resume from the user's savepoint, then drain so that every window is in the output.
+        e2e.set_state(JOB, "running")
+        resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
+        assert resumed["restoredFrom"] == savepoint["status"]["path"]
+        e2e.set_state(JOB, "finished")
+        e2e.wait_lifecycle(JOB, "Finished")
+        e2e.wait_pods_gone(JOB)
+    assert_unbounded_exactly_once(_output(e2e), at_least=1)
+
+
+@pytest.mark.timeout(420)
+def test_a_stop_that_fails_leaves_the_job_running_with_a_failed_savepoint_and_an_event(
+    e2e: E2ECluster,
+) -> None:
+    e2e.apply(UNBOUNDED)
+    running = e2e.wait_running_with_checkpoint(JOB)["status"]
+    run, coordinator_uid = running["job"]["id"], e2e.coordinator_pod(JOB)["metadata"]["uid"]
+
+    # A bucket that does not exist: the coordinator's check of the target fails before any source stops.
+    target = f"s3://{e2e.storage.bucket}-missing/savepoints"
+    e2e.apply(_stop_savepoint("stop-nowhere", "suspend", target))
+    failed = e2e.wait_savepoint("stop-nowhere", "Failed")["status"]
+    assert failed.get("error"), failed
+    assert "path" not in failed or not failed["path"], failed
+
+    def degraded() -> dict[str, Any] | None:
+        job = e2e.get("streamjob", JOB) or {}
+        status = job.get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions", [])}
+        is_degraded = conditions.get("Degraded", {}).get("status") == "True"
+        return job if is_degraded and status.get("lifecycleState") == "Running" else None
+
+    job = e2e.wait("the job Running and Degraded after the failed stop", degraded, timeout=120)
+    assert "stop-nowhere" in job["status"]["error"], job["status"]
+    assert job["status"]["job"]["id"] == run and job["status"]["job"]["state"] == "RUNNING"
+    assert e2e.coordinator_pod(JOB)["metadata"]["uid"] == coordinator_uid
+    assert [e for e in e2e.items("events") if e["type"] == "Warning" and "stop-nowhere" in e["message"]]
+    # Not retried, and not replaced by an operator-made stop: the job keeps checkpointing as before.
+    e2e.wait_checkpoints_after(JOB, int(running["lastCheckpoint"]["id"]))
+    names = {s["metadata"]["name"] for s in e2e.items("savepoints")}
+    assert names == {"stop-nowhere"}, names
+    assert e2e.coordinator(JOB, "/v1/job")["state"] == "RUNNING"
