@@ -199,6 +199,29 @@ class E2ECluster:
             return
         self.kubectl("exec", pod, "--", "sh", "-c", "kill -9 $(pgrep -f KubernetesExecutorBackend)")
 
+    # --- clean-up --------------------------------------------------------------------------------------
+
+    def remove_jobs_and_pods(self) -> None:
+        """Delete the namespace's StreamJobs (through the operator's finalizer) and every pod left.
+
+        Needs a running operator for the finalizers; if the deletion does not finish, the finalizers are
+        removed by hand, or the namespace would never go away. Pods must be gone before the next test:
+        under the process kubelet every coordinator's REST port (8081 on 0.0.0.0) is this machine's.
+        """
+        deleted = self.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
+        if deleted.returncode != 0:
+            for job in self.items("streamjobs"):
+                self.kubectl(
+                    "patch",
+                    "streamjob",
+                    job["metadata"]["name"],
+                    "--type=merge",
+                    "-p",
+                    '{"metadata":{"finalizers":null}}',
+                    check=False,
+                )
+        self.kubectl("delete", "pods", "--all", "--grace-period=5", "--timeout=60s", check=False)
+
     # --- diagnostics -----------------------------------------------------------------------------------
 
     def diagnostics(self) -> str:

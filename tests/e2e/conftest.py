@@ -80,20 +80,7 @@ def e2e(
 
 def _clean_up(cluster: E2ECluster) -> None:
     cluster.operator.ensure_started()  # a test may have left it down; finalizers need it
-    deleted = cluster.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
-    if deleted.returncode != 0:
-        # Without the operator's finalizer removal the namespace would never go away.
-        for job in cluster.items("streamjobs"):
-            cluster.kubectl(
-                "patch",
-                "streamjob",
-                job["metadata"]["name"],
-                "--type=merge",
-                "-p",
-                '{"metadata":{"finalizers":null}}',
-                check=False,
-            )
-    cluster.kubectl("delete", "pods", "--all", "--grace-period=5", "--timeout=60s", check=False)
+    cluster.remove_jobs_and_pods()
     cluster.kube.kubectl("delete", "namespace", cluster.namespace, "--wait=false", check=False)
 
 

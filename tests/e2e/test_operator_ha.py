@@ -67,19 +67,7 @@ def ha(
     finally:
         if not any(r.alive() for r in replicas):
             replicas[0].start()  # the finalizers need an operator
-        deleted = cluster.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
-        if deleted.returncode != 0:
-            for job in cluster.items("streamjobs"):
-                cluster.kubectl(
-                    "patch",
-                    "streamjob",
-                    job["metadata"]["name"],
-                    "--type=merge",
-                    "-p",
-                    '{"metadata":{"finalizers":null}}',
-                    check=False,
-                )
-        cluster.kubectl("delete", "pods", "--all", "--grace-period=5", "--timeout=60s", check=False)
+        cluster.remove_jobs_and_pods()
         pair.stop()
         kube_env.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
