@@ -1,9 +1,9 @@
-"""The operator under test: a local `sluice-operator` process, or the Helm chart on a real cluster.
+"""The operator under test: a local `sluice-operator` process (or two, under leader election).
 
 With the process kubelet every pod IP is a loopback address of this machine, so an operator started here
 reaches the coordinators' REST APIs just as one in the cluster would. On an external cluster (kind) pod
 IPs are not routable from the test machine: there the operator runs in the cluster, installed from the
-chart, and is restarted by deleting its pod.
+chart (_chart_operator.py).
 """
 
 from __future__ import annotations
@@ -13,19 +13,16 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
-from testkit.kubelet import ProcessKubelet
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "sluice-operator"
@@ -265,129 +262,3 @@ class PeeredOperators:
         if not alive:
             raise RuntimeError(f"no running replica in KopfPeering {self.peering}: {peers}")
         return max(alive, key=lambda r: int(peers[r.identity]["priority"]))
-
-
-@dataclass
-class ChartOperator:
-    """The operator installed from charts/sluice-operator: cluster-wide into a namespace of its own (for
-    clusters whose pod IPs this machine cannot reach, kind), or watching its release namespace."""
-
-    kube: KubeEnv
-    storage: E2EStorage
-    namespace: str = "sluice-e2e-operator"
-    release: str = "sluice-e2e"
-    cluster_wide: bool = True
-    kubelet: ProcessKubelet | None = None
-    """Where container logs come from under the process kubelet (it has no `kubectl logs`)."""
-    metrics_port: int = field(default_factory=free_port)
-
-    def values(self) -> dict[str, object]:
-        return helm_values(self.storage, cluster_wide=self.cluster_wide, metrics_port=self.metrics_port)
-
-    def start(self, timeout: float = 180.0) -> None:
-        installed = self.kube.helm("status", self.release, namespace=self.namespace, check=False)
-        if installed.returncode != 0:
-            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as values:
-                yaml.safe_dump(self.values(), values)
-            self.kube.helm(
-                "install",
-                self.release,
-                str(CHART),
-                "--namespace",
-                self.namespace,
-                "--create-namespace",
-                "--values",
-                values.name,
-                "--wait",
-                f"--timeout={int(timeout)}s",
-                timeout=timeout + 30,
-            )
-        else:
-            self.kube.kubectl("scale", "deployment", "--all", "--replicas=1", namespace=self.namespace)
-        self.kube.kubectl(
-            "rollout",
-            "status",
-            "deployment",
-            f"--timeout={int(timeout)}s",
-            namespace=self.namespace,
-            timeout=timeout + 10,
-        )
-
-    def ensure_started(self) -> None:
-        self.start()
-
-    def crash(self) -> None:
-        self.kube.kubectl("scale", "deployment", "--all", "--replicas=0", namespace=self.namespace)
-        self.kube.kubectl(
-            "delete", "pods", "--all", "--grace-period=0", "--force", namespace=self.namespace, check=False
-        )
-        self.kube.wait_for("pods", lambda pods: not pods["items"], namespace=self.namespace, timeout=60)
-
-    def stop(self) -> None:
-        self.kube.helm("uninstall", self.release, "--wait", namespace=self.namespace, check=False)
-
-    def logs(self, lines: int = 80) -> str:
-        if self.kubelet is not None:
-            pods = self.kube.kubectl(
-                "get",
-                "pods",
-                "-l",
-                "app.kubernetes.io/name=sluice-operator",
-                "-o",
-                "jsonpath={.items[*].metadata.name}",
-                namespace=self.namespace,
-                check=False,
-            ).stdout.split()
-            texts = [self.kubelet.container_log(self.namespace, pod, "operator") for pod in pods]
-            return "\n".join("\n".join(text.splitlines()[-lines:]) for text in texts) or "(no operator pod)"
-        result = self.kube.kubectl(
-            "logs",
-            "deployment/" + self.deployment(),
-            f"--tail={lines}",
-            namespace=self.namespace,
-            check=False,
-        )
-        return result.stdout or result.stderr
-
-    def metrics(self) -> Metrics:
-        pods = self.kube.kubectl_json(
-            "get", "pods", "-l", "app.kubernetes.io/name=sluice-operator", namespace=self.namespace
-        )["items"]
-        running = [p for p in pods if p.get("status", {}).get("phase") == "Running"]
-        if not running:
-            raise RuntimeError(f"no running operator pod in {self.namespace}")
-        pod = running[0]
-        if self.kubelet is not None:  # pod IPs are loopback addresses of this machine
-            return scrape(f"http://{pod['status']['podIP']}:{self.metrics_port}/metrics")
-        name = pod["metadata"]["name"]
-        raw = f"/api/v1/namespaces/{self.namespace}/pods/{name}:{self.metrics_port}/proxy/metrics"
-        return Metrics.parse(self.kube.kubectl("get", "--raw", raw).stdout)
-
-    def deployment(self) -> str:
-        names = self.kube.kubectl(
-            "get", "deployments", "-o", "jsonpath={.items[*].metadata.name}", namespace=self.namespace
-        ).stdout.split()
-        return names[0] if names else "sluice-operator"
-
-
-def helm_values(
-    storage: E2EStorage,
-    *,
-    cluster_wide: bool = False,
-    namespaces: list[str] | None = None,
-    metrics_port: int | None = None,
-) -> dict[str, object]:
-    """Chart values that point the operator and every job pod at the test storage."""
-    return {
-        "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG, "pullPolicy": "IfNotPresent"},
-        "watchNamespaces": namespaces or [],
-        "rbac": {"clusterWide": cluster_wide},
-        "operator": {
-            "storage": storage.root,
-            "reconcileInterval": "1s",
-            "jobEnv": dict(storage.env),
-            "extraEnv": [{"name": k, "value": v} for k, v in storage.env.items()],
-        },
-        # The process kubelet runs pods in the host's network: keep off well-known ports.
-        "metrics": {"port": metrics_port or free_port()},
-    }

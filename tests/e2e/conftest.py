@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from e2e._chart_operator import ChartOperator
 from e2e._cluster import E2ECluster
-from e2e._operator import NAMESPACE_PREFIX, ChartOperator, LocalOperator, Operator
+from e2e._operator import NAMESPACE_PREFIX, LocalOperator, Operator
 from e2e._storage import E2EStorage, external_endpoint
 from testkit.kube import KubeEnv
 from testkit.kubelet import ProcessKubelet

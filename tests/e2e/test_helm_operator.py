@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from e2e._chart_operator import ChartOperator
 from e2e._cluster import EXAMPLES, E2ECluster
-from e2e._operator import NAMESPACE_PREFIX, ChartOperator
+from e2e._operator import NAMESPACE_PREFIX
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
 from testkit.kubelet import ProcessKubelet
