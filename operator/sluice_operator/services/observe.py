@@ -74,6 +74,7 @@ def savepoint_view(obj: Obj, job_uid: str | None) -> SavepointView:
         spec_error=error,
         uid=meta.get("uid"),
         deleting=bool(meta.get("deletionTimestamp")),
+        finalized=c.FINALIZER in (meta.get("finalizers") or []),
     )
 
 

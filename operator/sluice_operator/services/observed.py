@@ -86,6 +86,7 @@ class SavepointView:
     spec_error: str | None = None
     uid: str | None = None
     deleting: bool = False  # has a deletionTimestamp: its finalizer is disposing of it
+    finalized: bool = True  # carries the operator's finalizer (what disposeOnDelete relies on)
 
 
 @dataclass

@@ -125,6 +125,11 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
                 )
         if view.status.trigger_id is not None or in_flight or triggered_now or view.deleting:
             continue  # a Savepoint deleted before it was triggered is not taken at all
+        if view.spec.dispose_on_delete and not view.finalized:
+            # Its files may only be written once the finalizer that removes them is on the object: a
+            # Savepoint deleted right after creation would otherwise leave them behind.
+            plan.soon(1.0)
+            continue
         if running and live_job_id is not None:
             target = view.spec.target_directory or m.savepoint_dir(ctx.spec, ctx.owner, ctx.config)
             plan.actions.append(TriggerSavepoint(view.name, _REST_STOP[stop], target, live_job_id))

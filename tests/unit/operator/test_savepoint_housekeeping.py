@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from sluice_operator.models import SavepointSpec
 from sluice_operator.services._time import rfc3339 as _at
 from sluice_operator.services.lifecycle import deletion_stamp, plan_deletion_savepoint
 from sluice_operator.services.observed import Observed, SavepointView
@@ -118,6 +119,24 @@ def test_a_savepoint_deleted_before_it_was_triggered_is_not_taken() -> None:
         plan,
     )
     assert [a for a in plan.actions if isinstance(a, TriggerSavepoint)]
+
+
+def test_a_dispose_on_delete_savepoint_waits_for_its_finalizer_before_it_is_taken() -> None:
+    disposable = SavepointSpec.model_validate({"jobName": "counts", "disposeOnDelete": True})
+    fresh = dataclasses.replace(savepoint("users-own", owned=False), spec=disposable, finalized=False)
+    job = spec()
+    observed = Observed(pod=pod(job), coordinator=coordinator(), savepoints=[fresh])
+
+    def triggered(view: SavepointView) -> bool:
+        plan = Plan(status={})
+        plan_savepoints(
+            ctx(job, deployed_status(job)), dataclasses.replace(observed, savepoints=[view]), plan
+        )
+        return any(isinstance(a, TriggerSavepoint) for a in plan.actions)
+
+    # Deleted before kopf put the finalizer on it, its files would have nobody to remove them.
+    assert not triggered(fresh)
+    assert triggered(dataclasses.replace(fresh, finalized=True))
 
 
 def test_max_age_deletes_old_savepoints_but_keeps_the_newest_completed_one() -> None:
