@@ -67,8 +67,10 @@ STARTUP_SETTINGS: dict[str, str] = {
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 # Settings that hold lists: a user's value is added to Sluice's (separator given), not put in its place,
-# so that --spark-conf can add a feature step or a class path entry without losing the pod naming step.
+# so that --spark-conf can add JVM flags, a feature step or a class path entry without losing Sluice's
+# (the quick-start flags and log configuration, the pod naming step and its jar).
 LIST_SETTINGS: dict[str, str] = {
+    "spark.driver.extraJavaOptions": " ",
     "spark.kubernetes.executor.pod.featureSteps": ",",
     "spark.driver.extraClassPath": os.pathsep,
 }
@@ -119,17 +121,15 @@ def spark_settings(
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(cluster or {})
     settings["spark.master"] = master
-    user = dict(overrides or {})
     java_options = [DRIVER_JAVA_OPTIONS]
     if log4j_file is not None:
         java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_file}")
-    if "spark.driver.extraJavaOptions" in user:
-        java_options.append(user.pop("spark.driver.extraJavaOptions"))
+    settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    user = dict(overrides or {})
     for key, separator in LIST_SETTINGS.items():
         if key in user and settings.get(key):
             user[key] = f"{settings[key]}{separator}{user[key]}"
     settings.update(user)
-    settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     if "spark.executor.cores" in settings and "spark.task.cpus" not in user:
         # A TaskManager claims its executor's every core, so that no executor hosts two of them.
         settings["spark.task.cpus"] = settings["spark.executor.cores"]
