@@ -13,7 +13,7 @@ import os
 import signal
 from pathlib import Path
 
-from testkit.checkpoints import PIPELINES
+from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
 from testkit.jobs import SluiceJob, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
@@ -21,22 +21,9 @@ from testkit.outputs import assert_same_output, keyed_window_reference, read_out
 def test_output_stays_exactly_once_when_a_failure_follows_an_intermediate_savepoint(tmp_path: Path) -> None:
     out, count = tmp_path / "out", 48_000
     job = SluiceJob(
-        PIPELINES / "generated_counts.py",
-        "--arg",
-        f"out={out}",
-        "--arg",
-        f"count={count}",
-        "--arg",
-        "rate=8000",
-        "--parallelism",
-        "2",
-        "--checkpoint-dir",
-        f"file://{tmp_path / 'chk'}",
+        GENERATED_COUNTS,
         # No periodic checkpoint completes while the test looks: only the savepoint could commit.
-        "--checkpoint-interval",
-        "1h",
-        "--job-id",
-        "intermediate",
+        *generated_counts_options(out, tmp_path / "chk", count, "intermediate", interval="1h"),
         "--restart-delay",
         "100ms",
     )

@@ -6,7 +6,7 @@ import json
 import signal
 from pathlib import Path
 
-from testkit.checkpoints import PIPELINES
+from testkit.checkpoints import GENERATED_COUNTS, PIPELINES, generated_counts_options
 from testkit.jobs import REPO, SluiceJob, run_cli, run_job
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output, w1_reference
 
@@ -86,23 +86,8 @@ def test_status_prints_the_job_and_cancel_ends_it(tmp_path: Path) -> None:
 def test_sigterm_suspends_the_job_and_the_same_job_id_resumes_it_exactly_once(tmp_path: Path) -> None:
     # SIGTERM is how Kubernetes ends a pod that is deleted or evicted: the job is not over.
     out, chk, count = tmp_path / "out", tmp_path / "chk", 40_000
-    options = [
-        "--arg",
-        f"out={out}",
-        "--arg",
-        f"count={count}",
-        "--arg",
-        "rate=8000",
-        "--parallelism",
-        "2",
-        "--checkpoint-dir",
-        f"file://{chk}",
-        "--checkpoint-interval",
-        "300ms",
-        "--job-id",
-        "evicted",
-    ]
-    first = SluiceJob(PIPELINES / "generated_counts.py", *options)
+    options = generated_counts_options(out, chk, count, "evicted")
+    first = SluiceJob(GENERATED_COUNTS, *options)
     try:
         first.wait_checkpoints(2)
         seen = int(first.get("/v1/checkpoints")["latest"]["id"])
@@ -115,7 +100,7 @@ def test_sigterm_suspends_the_job_and_the_same_job_id_resumes_it_exactly_once(tm
     assert not (chk / "evicted" / "job-result.json").exists(), "a suspended job has not ended"
     assert read_output(str(out)), "the first coordinator committed output before it was stopped"
 
-    second = run_job(PIPELINES / "generated_counts.py", *options)
+    second = run_job(GENERATED_COUNTS, *options)
     assert second.returncode == 0, second.stderr
     result = json.loads((chk / "evicted" / "job-result.json").read_text())
     assert result["state"] == "FINISHED"

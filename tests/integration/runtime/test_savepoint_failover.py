@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testkit.checkpoints import PIPELINES
+from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
 from testkit.jobs import SluiceJob, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
@@ -18,21 +18,8 @@ def test_savepoint_failing_after_the_stop_began_restarts_the_job(tmp_path: Path)
         (blocked / f"savepoint-failov-{n}").write_text("")
     count = 60_000
     job = SluiceJob(
-        PIPELINES / "generated_counts.py",
-        "--arg",
-        f"out={out}",
-        "--arg",
-        f"count={count}",
-        "--arg",
-        "rate=8000",
-        "--parallelism",
-        "2",
-        "--checkpoint-dir",
-        f"file://{tmp_path / 'chk'}",
-        "--checkpoint-interval",
-        "300ms",
-        "--job-id",
-        "failover-job",
+        GENERATED_COUNTS,
+        *generated_counts_options(out, tmp_path / "chk", count, "failover-job"),
         "--restart-delay",
         "100ms",
     )
