@@ -15,7 +15,7 @@ from typing import Any
 
 import s3fs
 
-from testkit.s3 import ACCESS_KEY, REGION, SECRET_KEY
+from testkit.s3 import client_env, client_options
 
 EXTERNAL_ENDPOINT_ENV = "SLUICE_TEST_S3_ENDPOINT"
 
@@ -33,24 +33,12 @@ class E2EStorage:
     @property
     def env(self) -> dict[str, str]:
         """What every S3 client (operator, coordinator, TaskManagers) needs to find the server."""
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_ENDPOINT_URL": self.endpoint_url,
-            "AWS_ENDPOINT_URL_S3": self.endpoint_url,
-        }
+        return client_env(self.endpoint_url)
 
     @property
     def storage_options(self) -> dict[str, Any]:
         """fsspec options for reading what running jobs write: no cached client, no cached listings."""
-        return {
-            "key": ACCESS_KEY,
-            "secret": SECRET_KEY,
-            "client_kwargs": {"endpoint_url": self.endpoint_url},
-            "skip_instance_cache": True,
-            "use_listings_cache": False,
-        }
+        return {**client_options(self.endpoint_url), "skip_instance_cache": True, "use_listings_cache": False}
 
     def filesystem(self) -> s3fs.S3FileSystem:
         return s3fs.S3FileSystem(**self.storage_options)

@@ -32,6 +32,29 @@ SECRET_KEY = "sluice-test-secret"
 REGION = "us-east-1"
 
 
+def client_options(endpoint_url: str) -> dict[str, Any]:
+    """Options for ``fsspec.filesystem("s3", **options)`` / ``s3fs.S3FileSystem(**options)``."""
+    return {
+        "key": ACCESS_KEY,
+        "secret": SECRET_KEY,
+        # No region_name: s3fs would send it as the bucket's LocationConstraint, which S3 rejects for
+        # us-east-1; the client's default region is us-east-1 anyway.
+        "client_kwargs": {"endpoint_url": endpoint_url},
+    }
+
+
+def client_env(endpoint_url: str) -> dict[str, str]:
+    """Environment that points any botocore-based client (s3fs, boto3, the AWS CLI) at `endpoint_url`."""
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL_S3": endpoint_url,
+        "AWS_ENDPOINT_URL": endpoint_url,
+    }
+
+
 def _free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -54,25 +77,12 @@ class S3Server:
     @property
     def storage_options(self) -> dict[str, Any]:
         """Options for ``fsspec.filesystem("s3", **options)`` / ``s3fs.S3FileSystem(**options)``."""
-        return {
-            "key": ACCESS_KEY,
-            "secret": SECRET_KEY,
-            # No region_name: s3fs would send it as the bucket's LocationConstraint, which S3 rejects for
-            # us-east-1; the client's default region is us-east-1 anyway.
-            "client_kwargs": {"endpoint_url": self.endpoint_url},
-        }
+        return client_options(self.endpoint_url)
 
     @property
     def env(self) -> dict[str, str]:
         """Environment that points any botocore-based client (s3fs, boto3, the AWS CLI) at this server."""
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_REGION": REGION,
-            "AWS_ENDPOINT_URL_S3": self.endpoint_url,
-            "AWS_ENDPOINT_URL": self.endpoint_url,
-        }
+        return client_env(self.endpoint_url)
 
     def filesystem(self) -> s3fs.S3FileSystem:
         """A new, uncached s3fs client for this server (never shares state with the code under test)."""
