@@ -5,7 +5,10 @@ want many jobs against one SparkContext (a JVM start costs seconds), so this run
 and REST API as `sluice run` on an event loop in a background thread and hands back a handle.
 
     job = start_job(["pipeline.py", "--arg", "n=10", "--rest-port", "0"], SparkHost(context))
-    requests.get(job.rest_url + "/v1/job"); job.wait()
+    requests.get(job.rest_url() + "/v1/job"); job.wait()
+
+The REST token is made and stored as `sluice run` does (unless the arguments or SLUICE_REST_TOKEN give
+one), so the CLI of the same user finds it; `BackgroundJob.token` hands it to the caller directly.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from sluice._runner import EXIT_USAGE, exit_code, job_from_args, serve_job
+from sluice._runner import EXIT_USAGE, RestSettings, exit_code, job_from_args, rest_settings, serve_job
 from sluice.cli import parser
 from sluice.coordinator.jobmaster import JobMaster
 from sluice.coordinator.validation import RestoreRefused
@@ -26,9 +29,9 @@ from sluice.hosts.base import TaskManagerHost
 class BackgroundJob:
     """A job running on its own event loop thread; thread-safe to query and to cancel."""
 
-    def __init__(self, job: JobMaster, rest_host: str, rest_port: int) -> None:
+    def __init__(self, job: JobMaster, rest: RestSettings) -> None:
         self.job = job
-        self._rest = (rest_host, rest_port)
+        self._rest = rest
         self._url: str | None = None
         self._listening = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -41,6 +44,11 @@ class BackgroundJob:
     @property
     def job_id(self) -> str:
         return self.job.config.job_id
+
+    @property
+    def token(self) -> str:
+        """The bearer token the job's REST API asks for (`Authorization: Bearer <token>`)."""
+        return self._rest.auth.token
 
     def start(self) -> BackgroundJob:
         self._thread.start()
@@ -61,9 +69,9 @@ class BackgroundJob:
             self._url = url
             self._listening.set()
 
-        if self._rest[1] < 0:
+        if self._rest.port < 0:
             self._listening.set()
-        self._result = await serve_job(self.job, *self._rest, listening)
+        self._result = await serve_job(self.job, self._rest, listening)
 
     def rest_url(self, timeout: float = 60.0) -> str:
         """The REST API's base URL, once it listens."""
@@ -108,4 +116,5 @@ def start_job(run_args: Sequence[str], host: TaskManagerHost, default_checkpoint
     """
     args = parser().parse_args(["run", *run_args])
     graph, config = job_from_args(args, default_checkpoint_dir, say=lambda message: None)
-    return BackgroundJob(JobMaster(graph, config, host), args.rest_host, args.rest_port).start()
+    rest = rest_settings(args, config)
+    return BackgroundJob(JobMaster(graph, config, host), rest).start()

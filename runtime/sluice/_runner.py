@@ -6,17 +6,23 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
+from sluice import _tokens
 from sluice._fs import join, normalize
 from sluice._pipeline import PipelineError, build_graph
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
 from sluice.checkpoint.storage import CheckpointStorage
+from sluice.coordinator._rest_auth import RestAuth, is_loopback
+from sluice.coordinator._rest_input import SavepointTargets
 from sluice.coordinator.jobmaster import JobConfig, JobMaster
 from sluice.coordinator.rest import RestApi
 from sluice.coordinator.restart import RestartStrategy
@@ -71,6 +77,45 @@ def job_from_args(
     return graph, config
 
 
+@dataclass(frozen=True)
+class RestSettings:
+    """How the REST API listens and whom it lets do what."""
+
+    host: str
+    port: int  # < 0: no REST API
+    auth: RestAuth
+    targets: SavepointTargets
+    token_source: str  # for the start message: where the token came from
+    store_token: bool  # a token made here: stored for the CLI of this user, removed at the end
+
+
+def rest_settings(args: argparse.Namespace, config: JobConfig) -> RestSettings:
+    """The REST settings that `sluice run` arguments (and SLUICE_REST_TOKEN) describe."""
+    try:
+        if args.rest_token_file:
+            token = _tokens.read_token_file(args.rest_token_file)
+            source, store = f"from {args.rest_token_file}", False
+        elif os.environ.get(_tokens.ENV_VAR, "").strip():
+            token = _tokens.checked_token(os.environ[_tokens.ENV_VAR].strip(), f"${_tokens.ENV_VAR}")
+            source, store = f"from ${_tokens.ENV_VAR}", False
+        else:
+            token, store = _tokens.new_token(), True
+            source = f"stored in {_tokens.token_path(config.job_id)} (readable by this user only)"
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    # Off loopback anyone on the network could read the job (its vertices, hosts, paths, errors): reads
+    # need the token too unless --rest-auth mutations says otherwise.
+    mode = args.rest_auth or ("mutations" if is_loopback(args.rest_host) else "all")
+    return RestSettings(
+        host=args.rest_host,
+        port=args.rest_port,
+        auth=RestAuth(token, protect_reads=mode == "all"),
+        targets=SavepointTargets([config.savepoint_dir, config.checkpoint_dir, *args.savepoint_dir_allow]),
+        token_source=source,
+        store_token=store,
+    )
+
+
 def exit_code(state: str) -> int:
     if state == "SUSPENDED":
         return EXIT_SUSPENDED
@@ -91,13 +136,14 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
                 "checkpoint directory): not running it again"
             )
             return exit_code(str(ended["state"]))
+        rest = rest_settings(args, config)
         hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
     except (UsageError, HostSetupError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
     job = JobMaster(graph, config, hosting.host)
     try:
-        result = asyncio.run(_run(job, args, started))
+        result = asyncio.run(_run(job, args, rest, started))
     except (RestoreRefused, FileNotFoundError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
@@ -118,21 +164,31 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
 
 
 async def serve_job(
-    job: JobMaster, rest_host: str, rest_port: int, on_rest_url: Callable[[str], None]
+    job: JobMaster, rest: RestSettings, on_rest_url: Callable[[str], None]
 ) -> dict[str, object]:
-    """Runs the job with its REST API (unless `rest_port` < 0) until the job ends; returns its result."""
-    rest = RestApi(job)
-    if rest_port >= 0:
-        on_rest_url(await rest.start(rest_host, rest_port))
+    """Runs the job with its REST API (unless `rest.port` < 0) until the job ends; returns its result."""
+    api = RestApi(job, rest.auth, rest.targets)
+    stored: Path | None = None
     try:
-        return await job.run()
+        if rest.port >= 0:
+            if rest.store_token:
+                # Before the API listens: a client that sees the API can find the token.
+                stored = await asyncio.to_thread(_tokens.store_token, job.config.job_id, rest.auth.token)
+            on_rest_url(await api.start(rest.host, rest.port))
+        try:
+            return await job.run()
+        finally:
+            # A stop-with-savepoint caller is still polling for the savepoint's path: answer it first.
+            await api.linger(limit_s=10.0)
+            await api.stop()
     finally:
-        # A stop-with-savepoint caller is still polling for the savepoint's path: answer it first.
-        await rest.linger(limit_s=10.0)
-        await rest.stop()
+        if stored is not None:
+            _tokens.remove_token(job.config.job_id, rest.auth.token)
 
 
-async def _run(job: JobMaster, args: argparse.Namespace, started: float) -> dict[str, object]:
+async def _run(
+    job: JobMaster, args: argparse.Namespace, rest: RestSettings, started: float
+) -> dict[str, object]:
     loop = asyncio.get_running_loop()
     # Ctrl-C is a user ending the job. SIGTERM is the process being shut down by what runs it (a pod
     # deleted or evicted, a service stopped): the job is suspended, to be resumed by the next coordinator.
@@ -145,12 +201,14 @@ async def _run(job: JobMaster, args: argparse.Namespace, started: float) -> dict
 
     def announce(url: str) -> None:
         _say(f"job {job.config.job_id}: REST API at {url}")
+        reads = "every request but /v1/health" if rest.auth.protect_reads else "requests that change the job"
+        _say(f"REST token ({reads} need it): {rest.token_source}")
         _say(checkpoints)
 
-    if args.rest_port < 0:
+    if rest.port < 0:
         _say(checkpoints)
     try:
-        return await serve_job(job, args.rest_host, args.rest_port, announce)
+        return await serve_job(job, rest, announce)
     finally:
         if progress is not None:
             progress.cancel()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -12,6 +14,7 @@ import urllib.request
 from typing import Any
 
 from sluice._durations import parse_duration
+from sluice._tokens import ENV_VAR, find_token, token_dir
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -78,6 +81,27 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
     run.add_argument("--rest-host", default="127.0.0.1")
     run.add_argument(
+        "--rest-token-file",
+        default=None,
+        metavar="FILE",
+        help=f"the REST API's bearer token; else ${ENV_VAR}, else a new one stored for this user",
+    )
+    run.add_argument(
+        "--rest-auth",
+        choices=["mutations", "all"],
+        default=None,
+        help="which requests need the token: those that change the job, or all but /v1/health; "
+        "default: mutations on a loopback --rest-host, all on any other",
+    )
+    run.add_argument(
+        "--savepoint-dir-allow",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="a directory REST savepoint requests may target, besides the job's savepoint and checkpoint "
+        "directories; repeatable",
+    )
+    run.add_argument(
         "--host",
         choices=["spark", "processes"],
         default="spark",
@@ -110,23 +134,24 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines")
 
     status = sub.add_parser("status", help="print a running job's state")
-    status.add_argument(
-        "--address", required=True, help="the coordinator's REST URL, e.g. http://127.0.0.1:8081"
-    )
-
     savepoint = sub.add_parser("savepoint", help="take a savepoint; the job keeps running")
-    savepoint.add_argument("--address", required=True)
-    savepoint.add_argument("--savepoint-dir", default=None)
-
     stop = sub.add_parser("stop", help="stop the job with a savepoint (SUSPEND, or TERMINATE with --drain)")
-    stop.add_argument("--address", required=True)
+    cancel = sub.add_parser("cancel", help="cancel the job without a savepoint")
+    for client in (status, savepoint, stop, cancel):
+        client.add_argument(
+            "--address", required=True, help="the coordinator's REST URL, e.g. http://127.0.0.1:8081"
+        )
+        client.add_argument(
+            "--token",
+            default=None,
+            help=f"the job's REST token; default: ${ENV_VAR}, else the token `sluice run` stored for "
+            "this user",
+        )
+    savepoint.add_argument("--savepoint-dir", default=None)
     stop.add_argument(
         "--drain", action="store_true", help="flush everything first: fire all windows (TERMINATE)"
     )
     stop.add_argument("--savepoint-dir", default=None)
-
-    cancel = sub.add_parser("cancel", help="cancel the job without a savepoint")
-    cancel.add_argument("--address", required=True)
     return top
 
 
@@ -147,40 +172,65 @@ class _ClientError(Exception):
     pass
 
 
-def _request(address: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        address.rstrip("/") + path, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=30) as response:
-            return json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as err:
+class _Coordinator:
+    """The REST API of a running job, called with the job's token when there is one."""
+
+    def __init__(self, address: str, token: str | None) -> None:
+        self.address = address.rstrip("/")
+        self._token = token
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> _Coordinator:
+        token = args.token or os.environ.get(ENV_VAR, "").strip() or None
+        coordinator = cls(args.address, token)
+        if token is None:
+            # The health route is open in every auth mode; its job id names the token file of the user
+            # who started the job (sluice._tokens), so that user needs no --token.
+            with contextlib.suppress(_ClientError, AttributeError, TypeError):
+                coordinator._token = find_token(str(coordinator.request("GET", "/v1/health")["jobId"]))
+        return coordinator
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.address + path, data=data, method=method, headers=headers)
         try:
-            message = json.loads(err.read()).get("error", err.reason)
-        except ValueError:
-            message = err.reason
-        raise _ClientError(f"{method} {path}: {err.code} {message}") from err
-    except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
-        raise _ClientError(f"cannot reach the coordinator at {address}: {err}") from err
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as err:
+            try:
+                message = json.loads(err.read()).get("error", err.reason)
+            except (ValueError, AttributeError):
+                message = err.reason
+            if err.code in (401, 403):
+                message += (
+                    f"; pass --token or set {ENV_VAR}, or run this as the user who started the job "
+                    f"(its token is kept in {token_dir()})"
+                )
+            raise _ClientError(f"{method} {path}: {err.code} {message}") from err
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+            raise _ClientError(f"cannot reach the coordinator at {self.address}: {err}") from err
 
 
 def _client(args: argparse.Namespace) -> int:
-    address = args.address
+    coordinator = _Coordinator.of(args)
+    request = coordinator.request
     if args.command == "status":
-        print(json.dumps(_request(address, "GET", "/v1/job"), indent=2))
+        print(json.dumps(request("GET", "/v1/job"), indent=2))
         return 0
     if args.command == "cancel":
-        _request(address, "POST", "/v1/job/cancel")
+        request("POST", "/v1/job/cancel")
         return 0
     body: dict[str, Any] = {"stop": False}
     if args.command == "stop":
         body["stop"] = "terminate" if args.drain else "suspend"
     if args.savepoint_dir:
         body["targetDirectory"] = args.savepoint_dir
-    trigger = _request(address, "POST", "/v1/savepoints", body)["triggerId"]
+    trigger = request("POST", "/v1/savepoints", body)["triggerId"]
     while True:
-        entry = _request(address, "GET", f"/v1/savepoints/{trigger}")
+        entry = request("GET", f"/v1/savepoints/{trigger}")
         if entry["status"] != "IN_PROGRESS":
             break
         time.sleep(0.1)
@@ -190,7 +240,7 @@ def _client(args: argparse.Namespace) -> int:
     if args.command == "stop":
         while True:
             try:
-                state = _request(address, "GET", "/v1/job")["state"]
+                state = request("GET", "/v1/job")["state"]
             except _ClientError:
                 break  # the coordinator has exited: the job ended
             if state in ("FINISHED", "FAILED", "CANCELED"):

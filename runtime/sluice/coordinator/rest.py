@@ -1,4 +1,8 @@
-"""The coordinator's REST API (docs/reference/rest-api.md)."""
+"""The coordinator's REST API (docs/reference/rest-api.md, docs/reference/openapi.yaml).
+
+Who may call what is decided in front of the handlers (`_rest_auth`); what a body may hold is checked by
+`_rest_input`. A handler only turns a checked request into a call on the job master.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,28 @@ import itertools
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
+from sluice.coordinator._rest_auth import RestAuth, auth_middleware
+from sluice.coordinator._rest_input import (
+    BadRequest,
+    SavepointTargets,
+    cancel_request,
+    json_object,
+    savepoint_request,
+)
 from sluice.coordinator.jobmaster import JobMaster
 
 _trigger_ids = itertools.count(1)
 
 
 class RestApi:
-    def __init__(self, job: JobMaster) -> None:
+    def __init__(self, job: JobMaster, auth: RestAuth, targets: SavepointTargets) -> None:
         self.job = job
+        self.targets = targets
         self.savepoints: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[_bad_requests, auth_middleware(auth)])
         self.app.add_routes(
             [
                 web.get("/v1/health", self.health),
@@ -46,7 +60,9 @@ class RestApi:
             await self._runner.cleanup()
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
+        # The job id lets the job's own user's CLI pick the stored token (sluice._tokens); it is not a
+        # secret: it grants nothing.
+        return web.json_response({"ok": True, "jobId": self.job.config.job_id})
 
     async def get_job(self, request: web.Request) -> web.Response:
         return web.json_response(self.job.as_json())
@@ -66,32 +82,24 @@ class RestApi:
         return web.json_response(cc.as_json())
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
-        try:
-            body = await request.json() if request.can_read_body else {}
-        except ValueError:
-            return _error(
-                400, 'the body must be JSON: {"stop": false|"suspend"|"terminate", "targetDirectory": URI}'
-            )
-        stop = body.get("stop", False)
-        if stop not in (False, None, "suspend", "terminate"):
-            return _error(400, f'stop must be false, "suspend" or "terminate", not {stop!r}')
-        target = body.get("targetDirectory")
-        if target is not None and not isinstance(target, str):
-            return _error(400, "targetDirectory must be a URI string")
-        if target is None and not self.job.config.savepoint_dir:
+        wanted = savepoint_request(await json_object(request), self.targets)
+        if wanted.target is None and not self.job.config.savepoint_dir:
             return _error(400, "no targetDirectory given and the job has no default savepoint directory")
         if self.job.state != "RUNNING":
             return _error(409, f"the job is {self.job.state}; savepoints need a RUNNING job")
+        running = [t for t, e in self.savepoints.items() if e["status"] == "IN_PROGRESS"]
+        if running:
+            return _error(409, f"savepoint {running[0]} is still in progress; one at a time")
         trigger_id = str(next(_trigger_ids))
         entry: dict[str, Any] = {
             "status": "IN_PROGRESS",
             "path": None,
             "checkpointId": None,
             "error": None,
-            "stop": stop or None,
+            "stop": wanted.stop,
         }
         self.savepoints[trigger_id] = entry
-        task = asyncio.create_task(self._run_savepoint(entry, stop or None, target))
+        task = asyncio.create_task(self._run_savepoint(entry, wanted.stop, wanted.target))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return web.json_response({"triggerId": trigger_id}, status=202)
@@ -128,9 +136,18 @@ class RestApi:
         return web.json_response({k: v for k, v in entry.items() if k != "fetched"})
 
     async def cancel(self, request: web.Request) -> web.Response:
+        cancel_request(await json_object(request))
         self.job.cancel()
         return web.json_response({"ok": True}, status=202)
 
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _bad_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except BadRequest as err:
+        return _error(400, str(err))

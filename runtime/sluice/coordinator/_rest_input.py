@@ -1,0 +1,116 @@
+"""Reading and checking REST request bodies: whatever arrives is refused with 400 and a message, or is
+turned into a request the job master can act on. Nothing here touches the job.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from sluice._fs import normalize
+
+MAX_BODY_BYTES = 64 * 1024
+STOP_MODES = ("suspend", "terminate")
+_SAVEPOINT_FIELDS = frozenset({"stop", "targetDirectory"})
+# Control characters have no business in a directory name; `::` chains fsspec file systems, so a target
+# "allowed-prefix/x::other://..." would write somewhere else than its prefix says.
+_UNSAFE_URI = re.compile(r"[\x00-\x1f\x7f]|::")
+
+
+class BadRequest(Exception):
+    """The request cannot be carried out as sent; the message says why (answered with 400)."""
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object; an empty body is `{}`."""
+    limit = MAX_BODY_BYTES
+    if request.content_length is not None and request.content_length > limit:
+        raise BadRequest(f"the body is {request.content_length} bytes; at most {limit} are accepted")
+    body = bytearray()
+    # Read in pieces so that a body without Content-Length (chunked) is cut off at the limit as well.
+    async for chunk in request.content.iter_chunked(16 * 1024):
+        body += chunk
+        if len(body) > limit:
+            raise BadRequest(f"the body is longer than {limit} bytes")
+    if not body.strip():
+        return {}
+    try:
+        value = json.loads(bytes(body))
+    except (ValueError, RecursionError) as err:  # RecursionError: deeply nested arrays fit in 64 KiB
+        raise BadRequest(f"the body is not JSON: {str(err)[:200]}") from None
+    if not isinstance(value, dict):
+        raise BadRequest(f"the body must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _split(uri: str) -> tuple[str, str]:
+    scheme, _, rest = normalize(uri).partition("://")
+    return scheme.lower(), posixpath.normpath(rest) if rest else ""
+
+
+class SavepointTargets:
+    """The directories a savepoint request may name: those under one of `prefixes`."""
+
+    def __init__(self, prefixes: Iterable[str | None]) -> None:
+        self._prefixes = sorted({_split(p) for p in prefixes if p})
+
+    @property
+    def prefixes(self) -> list[str]:
+        return [f"{scheme}://{path}" for scheme, path in self._prefixes]
+
+    def check(self, target: str) -> str:
+        """`target` in the form it was checked in (normalized, no `..`); BadRequest outside the prefixes."""
+        if _UNSAFE_URI.search(target):
+            raise BadRequest(f"targetDirectory {_shown(target)} has control characters or '::'")
+        scheme, path = _split(target)
+        if path not in ("", ".", "/"):
+            for allowed_scheme, allowed in self._prefixes:
+                if scheme == allowed_scheme and (
+                    path == allowed or path.startswith(allowed.rstrip("/") + "/")
+                ):
+                    return f"{scheme}://{path}"
+        raise BadRequest(
+            f"targetDirectory {_shown(target)} is not under an allowed savepoint location "
+            f"({', '.join(self.prefixes) or 'none'}; `sluice run --savepoint-dir-allow URI` adds one)"
+        )
+
+
+@dataclass(frozen=True)
+class SavepointRequest:
+    stop: str | None  # "suspend", "terminate", or None for a savepoint that leaves the job running
+    target: str | None  # None: the job's default savepoint directory
+
+
+def savepoint_request(body: dict[str, Any], targets: SavepointTargets) -> SavepointRequest:
+    unknown = sorted(set(body) - _SAVEPOINT_FIELDS)
+    if unknown:
+        raise BadRequest(
+            f"unknown field {_shown(unknown[0])}: a savepoint request has only stop and targetDirectory"
+        )
+    stop = body.get("stop", False)
+    if stop is False or stop is None:
+        mode = None
+    elif isinstance(stop, str) and stop in STOP_MODES:
+        mode = stop
+    else:
+        raise BadRequest(f'stop must be false, "suspend" or "terminate", not {_shown(stop)}')
+    target = body.get("targetDirectory")
+    if target is not None and (not isinstance(target, str) or not target.strip()):
+        raise BadRequest(f"targetDirectory must be a URI string, not {_shown(target)}")
+    return SavepointRequest(mode, None if target is None else targets.check(target))
+
+
+def cancel_request(body: dict[str, Any]) -> None:
+    if body:
+        raise BadRequest(f"a cancel request has no fields; got {_shown(sorted(body)[0])}")
