@@ -13,8 +13,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from sluice._tokens import find_token
+
 REPO = Path(__file__).resolve().parents[1]
-_REST = re.compile(r"REST API at (http://\S+)")
+_REST = re.compile(r"job (\S+): REST API at (http://\S+)")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -60,6 +62,7 @@ class BenchJob:
             cwd=REPO,
         )
         self.url: str | None = None
+        self.token: str | None = None
         self.lines: list[str] = []
         self.peaks: dict[int, int] = {}
         self.cpu: dict[int, float] = {}
@@ -73,7 +76,10 @@ class BenchJob:
             self.lines.append(line)
             match = _REST.search(line)
             if match:
-                self.url = match.group(1)
+                # `sluice run` stored the token for this user, who runs the benchmark: read it at once,
+                # the file goes when the job ends.
+                self.token = find_token(match.group(1))
+                self.url = match.group(2)
                 self._ready.set()
         self._ready.set()
 
@@ -100,7 +106,7 @@ class BenchJob:
             self.url + path,
             data=json.dumps(body).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())

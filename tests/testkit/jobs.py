@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sluice._tokens import find_token
+
 REPO = Path(__file__).resolve().parents[2]
 SLUICE = [sys.executable, "-m", "sluice.cli"]
-_REST = re.compile(r"REST API at (http://\S+)")
+_REST = re.compile(r"job (\S+): REST API at (http://\S+)")
 
 
 def with_host(options: Sequence[str]) -> list[str]:
@@ -34,6 +36,10 @@ class RestJob:
     """A running job seen through its REST API."""
 
     def rest_url(self, timeout: float = 60) -> str:
+        raise NotImplementedError
+
+    def token(self) -> str:
+        """The bearer token of the job's REST API (the test is the job's user: it may read it)."""
         raise NotImplementedError
 
     @property
@@ -53,7 +59,10 @@ class RestJob:
         raise NotImplementedError
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.rest_url() + path, timeout=10) as response:
+        request = urllib.request.Request(
+            self.rest_url() + path, headers={"Authorization": f"Bearer {self.token()}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
@@ -61,7 +70,7 @@ class RestJob:
             self.rest_url() + path,
             data=json.dumps(body).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token()}"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
@@ -112,6 +121,8 @@ class SluiceJob(RestJob):
         )
         self.stderr_lines: list[str] = []
         self.url: str | None = None
+        self.job_id: str | None = None
+        self._token: str | None = (env or {}).get("SLUICE_REST_TOKEN")
         self._url_seen = threading.Event()
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
@@ -122,7 +133,7 @@ class SluiceJob(RestJob):
             self.stderr_lines.append(line)
             match = _REST.search(line)
             if match and self.url is None:
-                self.url = match.group(1)
+                self.job_id, self.url = match.group(1), match.group(2)
                 self._url_seen.set()
         self._url_seen.set()
 
@@ -135,6 +146,16 @@ class SluiceJob(RestJob):
         if self.url is None:
             raise AssertionError(f"sluice run printed no REST address; stderr:\n{self.stderr}")
         return self.url
+
+    def token(self) -> str:
+        if self._token is None:
+            self.rest_url()
+            assert self.job_id is not None
+            # Read once: the coordinator removes its token file when it exits.
+            self._token = find_token(self.job_id)
+            if self._token is None:
+                raise AssertionError(f"no stored REST token for job {self.job_id}; stderr:\n{self.stderr}")
+        return self._token
 
     def ended(self) -> str | None:
         code = self.process.poll()

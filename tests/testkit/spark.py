@@ -119,6 +119,9 @@ class SparkJob(RestJob):
     def rest_url(self, timeout: float = 60) -> str:
         return self.handle.rest_url(timeout)
 
+    def token(self) -> str:
+        return self.handle.token
+
     def ended(self) -> str | None:
         return "ended" if self.handle.done() else None
 

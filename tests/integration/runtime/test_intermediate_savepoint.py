@@ -26,6 +26,8 @@ def test_output_stays_exactly_once_when_a_failure_follows_an_intermediate_savepo
         *generated_counts_options(out, tmp_path / "chk", count, "intermediate", interval="1h"),
         "--restart-delay",
         "100ms",
+        "--savepoint-dir-allow",
+        f"file://{tmp_path / 'sp'}",
     )
     try:
         # Windows have reached the sink: its open transaction holds lines.

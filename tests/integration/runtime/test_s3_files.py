@@ -52,6 +52,9 @@ def test_a_savepoint_into_a_missing_bucket_fails_clearly_and_creates_no_bucket(
         f"{s3_bucket}/chk",
         "--checkpoint-interval",
         "300ms",
+        # A target the job may use, so that the request reaches the store and the bucket's absence.
+        "--savepoint-dir-allow",
+        f"{s3_bucket}-mistyped",
     )
     missing = f"{s3_bucket}-mistyped"
     try:

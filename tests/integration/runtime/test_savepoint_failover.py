@@ -22,6 +22,8 @@ def test_savepoint_failing_after_the_stop_began_restarts_the_job(tmp_path: Path)
         *generated_counts_options(out, tmp_path / "chk", count, "failover-job"),
         "--restart-delay",
         "100ms",
+        "--savepoint-dir-allow",
+        f"file://{blocked}",
     )
     try:
         job.wait_checkpoints(2)

@@ -44,6 +44,8 @@ def test_stop_with_drain_fires_every_window(runner: Runner, tmp_path: Path) -> N
         f"file://{tmp_path / 'chk'}",
         "--checkpoint-interval",
         "300ms",
+        "--savepoint-dir-allow",
+        f"file://{tmp_path / 'sp'}",
     )
     try:
         job.wait_checkpoints(2)
@@ -82,6 +84,8 @@ def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(runner: Runn
         f"file://{tmp_path / 'chk'}",
         "--checkpoint-interval",
         "300ms",
+        "--savepoint-dir-allow",
+        f"file://{sp}",
     )
     reference = keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
     job = runner.start(PIPELINES / "generated_counts.py", *options)
@@ -149,6 +153,8 @@ def test_failing_savepoint_leaves_the_job_running(runner: Runner, tmp_path: Path
         f"file://{tmp_path / 'chk'}",
         "--checkpoint-interval",
         "300ms",
+        "--savepoint-dir-allow",
+        f"file://{tmp_path}",
     )
     try:
         job.wait_checkpoints(1)
