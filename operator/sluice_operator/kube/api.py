@@ -20,6 +20,7 @@ class Kube:
         self.core = client.CoreV1Api(api)
         self.rbac = client.RbacAuthorizationV1Api(api)
         self.custom = client.CustomObjectsApi(api)
+        self.networking = client.NetworkingV1Api(api)
 
     def _plain(self, obj: Any) -> Obj:
         return obj if isinstance(obj, dict) else dict(self.api.sanitize_for_serialization(obj))
@@ -112,6 +113,12 @@ class Kube:
             "ServiceAccount": (self.core.create_namespaced_service_account, None),
             "Role": (self.rbac.create_namespaced_role, self.rbac.replace_namespaced_role),
             "RoleBinding": (self.rbac.create_namespaced_role_binding, None),
+            # Never replaced: a job's secrets are drawn once and live as long as the job.
+            "Secret": (self.core.create_namespaced_secret, None),
+            "NetworkPolicy": (
+                self.networking.create_namespaced_network_policy,
+                self.networking.replace_namespaced_network_policy,
+            ),
         }
         return verbs[kind]
 
@@ -129,6 +136,8 @@ class Kube:
             "ServiceAccount": self.core.delete_namespaced_service_account,
             "Role": self.rbac.delete_namespaced_role,
             "RoleBinding": self.rbac.delete_namespaced_role_binding,
+            "Secret": self.core.delete_namespaced_secret,
+            "NetworkPolicy": self.networking.delete_namespaced_network_policy,
         }
         try:
             await deleters[kind](name, namespace)
@@ -137,11 +146,17 @@ class Kube:
                 raise
 
     async def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        secret = await self.secret(namespace, name)
+        return secret[1] if secret is not None else None
+
+    async def secret(self, namespace: str, name: str) -> tuple[list[str], dict[str, str]] | None:
+        """The uids of a Secret's owners and its decoded data, or None if there is no such Secret."""
         try:
             secret = await self.core.read_namespaced_secret(name, namespace)
         except ApiException as error:
             if error.status == 404:
                 return None
             raise
+        owners = [ref.uid for ref in (secret.metadata.owner_references or [])]
         data = secret.data or {}
-        return {key: base64.b64decode(value).decode() for key, value in data.items()}
+        return owners, {key: base64.b64decode(value).decode() for key, value in data.items()}

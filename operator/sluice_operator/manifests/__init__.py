@@ -16,11 +16,14 @@ from .coordinator_args import OPERATOR_SPARK_KEYS, executor_resources, sluice_ru
 from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
 from .run import Run, checkpoint_dir, deployed_spec_json, expand, savepoint_dir, spec_hash
 from .savepoint import operator_savepoint, savepoint_name
+from .secret import REST_TOKEN_KEY, SPARK_SECRET_KEY, job_secret, job_secret_name
 from .taskmanager import taskmanager_pod_template
 
 __all__ = [
     "DRIVER_RULES",
     "OPERATOR_SPARK_KEYS",
+    "REST_TOKEN_KEY",
+    "SPARK_SECRET_KEY",
     "Manifest",
     "Owner",
     "Run",
@@ -36,6 +39,8 @@ __all__ = [
     "driver_service_account",
     "executor_resources",
     "expand",
+    "job_secret",
+    "job_secret_name",
     "labels",
     "merge_pod",
     "operator_savepoint",

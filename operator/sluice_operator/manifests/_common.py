@@ -75,9 +75,12 @@ def merge_pod(template: dict[str, Any] | None, generated: Manifest, container: s
     """Lay the generated pod over the user's partial pod template.
 
     The user's template contributes everything the operator does not set (node selectors, tolerations,
-    sidecars, volumes, security context...). For the main container (by name) the operator's image,
-    args and ports win, lists (env, volume mounts) are concatenated with the operator's entries last so
-    they take precedence, and the user's resources apply unless the spec sets resources.
+    sidecars, volumes...). For the main container (by name) the operator's image, args and ports win,
+    lists (env, volume mounts) are concatenated with the operator's entries last so they take
+    precedence, and the user's resources apply unless the spec sets resources. Security contexts (of the
+    pod and the main container) are the other way round: the operator's hardened defaults, with the
+    user's fields over them, since the user's template is where an exception is asked for (and
+    refused unless the operator's configuration allows it: services/privileges.py).
     """
     merged: Manifest = copy.deepcopy(template or {})
     meta = merged.setdefault("metadata", {})
@@ -95,6 +98,8 @@ def merge_pod(template: dict[str, Any] | None, generated: Manifest, container: s
             spec["containers"] = _merge_containers(spec.get("containers") or [], value, container)
         elif key == "volumes":
             spec["volumes"] = [*(spec.get("volumes") or []), *value]
+        elif key == "securityContext":
+            spec[key] = {**value, **(spec.get(key) or {})}
         else:
             spec[key] = value
     return {
@@ -130,6 +135,8 @@ def _merge_container(user: dict[str, Any], ours: dict[str, Any]) -> dict[str, An
             merged[key] = [*(merged.get(key) or []), *value]
         elif key == "resources" and not value:
             continue
+        elif key == "securityContext":
+            merged[key] = {**value, **(merged.get(key) or {})}
         else:
             merged[key] = value
     return merged

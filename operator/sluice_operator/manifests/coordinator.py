@@ -27,7 +27,9 @@ from .coordinator_args import (
     TASKMANAGER_TEMPLATE_FILE,
     sluice_run_args,
 )
+from .hardening import container_security_context, pod_security_context, scratch_mounts, scratch_volumes
 from .run import Run
+from .secret import rest_token_mount, rest_token_volume, spark_secret_mount, spark_secret_volume
 from .taskmanager import taskmanager_pod_template
 
 _CONFIG_VOLUME = "sluice-config"
@@ -72,8 +74,14 @@ def coordinator_pod(run: Run) -> Manifest:
             {"name": "driver", "containerPort": DRIVER_PORT},
             {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT},
         ],
-        "volumeMounts": [{"name": _CONFIG_VOLUME, "mountPath": TASKMANAGER_TEMPLATE_DIR, "readOnly": True}],
+        "volumeMounts": [
+            {"name": _CONFIG_VOLUME, "mountPath": TASKMANAGER_TEMPLATE_DIR, "readOnly": True},
+            rest_token_mount(),
+            spark_secret_mount(),
+            *scratch_mounts(spark_local=True),
+        ],
         "readinessProbe": {"httpGet": {"path": "/v1/health", "port": REST_PORT}, "periodSeconds": 5},
+        "securityContext": container_security_context(),
     }
     env_from = run.env_from()
     if env_from:
@@ -92,8 +100,14 @@ def coordinator_pod(run: Run) -> Manifest:
             "serviceAccountName": spec.service_account or driver_account_name(name),
             # The operator decides what happens after the coordinator exits (finished, failed, restart).
             "restartPolicy": "Never",
+            "securityContext": pod_security_context(),
             "containers": [container],
-            "volumes": [{"name": _CONFIG_VOLUME, "configMap": {"name": config_map_name(name)}}],
+            "volumes": [
+                {"name": _CONFIG_VOLUME, "configMap": {"name": config_map_name(name)}},
+                rest_token_volume(name),
+                spark_secret_volume(name),
+                *scratch_volumes(spark_local=True),
+            ],
         },
     }
     return merge_pod(spec.coordinator.pod_template, generated, COORDINATOR_CONTAINER)

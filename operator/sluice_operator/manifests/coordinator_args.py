@@ -14,7 +14,9 @@ import re
 from sluice_operator.models import REST_PORT, Resources
 
 from ._common import taskmanager_prefix
+from .hardening import SPARK_LOCAL_DIR
 from .run import Run
+from .secret import REST_TOKEN_FILE, SPARK_SECRET_FILE
 
 TASKMANAGER_TEMPLATE_DIR = "/etc/sluice"
 TASKMANAGER_TEMPLATE_FILE = "taskmanager-pod.yaml"
@@ -41,8 +43,20 @@ OPERATOR_SPARK_KEYS = frozenset(
         "spark.kubernetes.container.image",
         "spark.executor.instances",
         "spark.dynamicAllocation.enabled",
+        # Spark's RPC authentication: the secret is the job's Secret, mounted as a file in every pod.
+        *(
+            "spark.authenticate.secret",
+            "spark.authenticate.secret.file",
+            "spark.authenticate.secret.driver.file",
+            "spark.authenticate.secret.executor.file",
+        ),
     }
 )
+# A sparkConf may repeat this value, never change it.
+SPARK_AUTH_KEY = "spark.authenticate"
+
+# Every REST call needs the token, reads too: job state and checkpoint paths are the operator's business.
+REST_AUTH = "all"
 
 _MEMORY_UNITS = {
     "": 1 / 2**20,
@@ -89,6 +103,10 @@ def sluice_run_args(run: Run) -> list[str]:
         str(REST_PORT),
         "--rest-host",
         "0.0.0.0",
+        "--rest-token-file",
+        REST_TOKEN_FILE,
+        "--rest-auth",
+        REST_AUTH,
         "--host",
         "spark",
         "--master",
@@ -125,8 +143,18 @@ def spark_conf(run: Run) -> dict[str, str]:
             "spark.kubernetes.container.image": spec.image,
             "spark.executor.instances": str(spec.task_managers.replicas),
             "spark.dynamicAllocation.enabled": "false",
+            # Only pods holding the job's secret join its Spark application. The executor file being
+            # set is also what keeps Spark from putting the secret into executor pods as a literal
+            # SPARK_AUTHENTICATE_SECRET env value; the generic file is what an executor reads while it
+            # fetches the driver's settings, before it knows it is an executor.
+            SPARK_AUTH_KEY: "true",
+            "spark.authenticate.secret.file": SPARK_SECRET_FILE,
+            "spark.authenticate.secret.driver.file": SPARK_SECRET_FILE,
+            "spark.authenticate.secret.executor.file": SPARK_SECRET_FILE,
         }
     )
+    # The root file system is read-only; Spark also gives each executor an emptyDir at this path.
+    conf.setdefault("spark.local.dir", SPARK_LOCAL_DIR)
     pull_policy = spec.image_pull_policy or run.config.image_pull_policy
     if pull_policy is not None:
         conf.setdefault("spark.kubernetes.container.image.pullPolicy", pull_policy)

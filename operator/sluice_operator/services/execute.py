@@ -58,7 +58,8 @@ async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, plan: Pl
     try:
         if ip is None:
             raise CoordinatorError("the coordinator pod has no IP")
-        trigger = await Coordinator(deps.http, ip).trigger_savepoint(action.stop, action.target_directory)
+        coordinator = Coordinator(deps.http, ip, token=obs.rest_token)
+        trigger = await coordinator.trigger_savepoint(action.stop, action.target_directory)
     except CoordinatorError as error:
         await _trigger_failed(deps, view, str(error), plan, namespace)
         return

@@ -18,6 +18,7 @@ from sluice_operator.models import (
 from sluice_operator.models import constants as c
 
 from ._time import millis
+from .auth import rest_token
 from .context import JobContext
 from .execute import execute, savepoint_patch
 from .observe import Deps, job_savepoints, observe_job, savepoint_view
@@ -65,6 +66,9 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         ("RoleBinding", m.driver_account_name(owner.name)),
         ("Role", m.driver_account_name(owner.name)),
         ("ServiceAccount", m.driver_account_name(owner.name)),
+        # Owned by the job, so the garbage collector would get it too, but only after the job is gone:
+        # a job recreated under the same name at once would find the old Secret and be refused it.
+        ("Secret", m.job_secret_name(owner.name)),
     ):
         await deps.kube.delete(kind, ns, name)
     return Finalized(True, events)
@@ -79,7 +83,13 @@ async def _savepoint_before_delete(
     checkpoint_dir = m.checkpoint_dir(spec, owner, config)
     storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir)
     obs = await observe_job(
-        deps, storage=storage, owner=owner, spec=spec, status=status, checkpoint_dir=checkpoint_dir
+        deps,
+        storage=storage,
+        owner=owner,
+        spec=spec,
+        status=status,
+        checkpoint_dir=checkpoint_dir,
+        rest_token=await rest_token(deps.kube, owner),
     )
     ctx = JobContext(
         owner=owner,

@@ -91,8 +91,9 @@ async def observe_job(
     spec: StreamJobSpec,
     status: StreamJobStatus,
     checkpoint_dir: str,
+    rest_token: str | None,
 ) -> Observed:
-    obs = Observed()
+    obs = Observed(rest_token=rest_token)
     pods = await deps.kube.list_pods(owner.namespace, f"{c.LABEL_JOB}={owner.name}")
     coordinator_pod = next((p for p in pods if p["metadata"]["name"] == m.coordinator_name(owner.name)), None)
     obs.pod = pod_view(coordinator_pod) if coordinator_pod is not None else None
@@ -100,7 +101,7 @@ async def observe_job(
         obs.stray_pods = [p["metadata"]["name"] for p in pods if p is not coordinator_pod]
     obs.savepoints = await job_savepoints(deps.kube, owner.namespace, owner.name, owner.uid)
     if obs.pod is not None and obs.pod.phase == "Running" and obs.pod.ip and not obs.pod.terminating:
-        await _ask_coordinator(deps, obs, obs.pod.ip)
+        await _ask_coordinator(deps, obs, obs.pod.ip, rest_token)
     run_id = obs.pod.job_id if obs.pod is not None else (status.job.id if status.job else None)
     try:
         if run_id:
@@ -115,8 +116,8 @@ async def observe_job(
     return obs
 
 
-async def _ask_coordinator(deps: Deps, obs: Observed, ip: str) -> None:
-    client = Coordinator(deps.http, ip)
+async def _ask_coordinator(deps: Deps, obs: Observed, ip: str, token: str | None) -> None:
+    client = Coordinator(deps.http, ip, token=token)
     try:
         job = await client.job()
         checkpoints: dict[str, Any] | None = await client.checkpoints()

@@ -103,3 +103,5 @@ class Observed:
     savepoints: list[SavepointView] = field(default_factory=list)
     savepoint_polls: dict[str, dict[str, Any]] = field(default_factory=dict)  # trigger id -> REST answer
     storage_error: str | None = None
+    # The coordinator's REST token, for the calls acting on what was observed; kept out of any repr.
+    rest_token: str | None = field(default=None, repr=False)

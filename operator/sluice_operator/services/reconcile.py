@@ -18,6 +18,7 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
+from .auth import JobSecretError, ensure_job_secret
 from .conditions import set_condition
 from .context import JobContext
 from .decide import decide
@@ -101,10 +102,30 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
             generation=generation,
             now_ms=now_ms,
         )
+    try:
+        # Before anything else: a coordinator is only started, and only called, with the job's Secret.
+        token = await ensure_job_secret(deps.kube, owner)
+    except JobSecretError as problem:
+        return await _degraded(
+            deps,
+            owner,
+            old=old_status,
+            status=status,
+            message=str(problem),
+            generation=generation,
+            now_ms=now_ms,
+            reason="SecretConflict",
+        )
     checkpoint_dir = m.checkpoint_dir(spec, owner, config)
     storage = await job_storage(deps, config, namespace, spec, checkpoint_dir)
     obs = await observe_job(
-        deps, storage=storage, owner=owner, spec=spec, status=status, checkpoint_dir=checkpoint_dir
+        deps,
+        storage=storage,
+        owner=owner,
+        spec=spec,
+        status=status,
+        checkpoint_dir=checkpoint_dir,
+        rest_token=token,
     )
     if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
         # Deciding without knowing how the last run ended could restart a finished job: wait instead.

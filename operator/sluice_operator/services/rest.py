@@ -14,14 +14,22 @@ class CoordinatorError(Exception):
 
 
 class Coordinator:
-    def __init__(self, session: aiohttp.ClientSession, host: str, port: int = REST_PORT) -> None:
+    """`token` is the job's REST token (from its Secret); None for a coordinator that predates them."""
+
+    def __init__(
+        self, session: aiohttp.ClientSession, host: str, port: int = REST_PORT, token: str | None = None
+    ) -> None:
         self._session = session
         self._base = f"http://{host}:{port}"
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def __repr__(self) -> str:  # never the token
+        return f"Coordinator({self._base})"
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         url = self._base + path
         try:
-            async with self._session.request(method, url, json=body) as response:
+            async with self._session.request(method, url, json=body, headers=self._headers) as response:
                 payload: Any = await response.json(content_type=None)
                 if response.status >= 400:
                     message = payload.get("error") if isinstance(payload, dict) else None

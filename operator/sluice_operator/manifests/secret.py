@@ -1,0 +1,68 @@
+"""The per-job Secret: the coordinator's REST token and Spark's RPC authentication secret.
+
+The values come from the caller (the service layer draws them once), so this stays a pure builder.
+Each pod mounts only the key it needs: the coordinator gets both, TaskManagers only Spark's secret,
+so code running in a TaskManager cannot call the coordinator's REST API with the operator's rights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._common import Manifest, Owner, metadata
+
+REST_TOKEN_KEY = "rest-token"
+SPARK_SECRET_KEY = "spark-secret"
+
+REST_TOKEN_DIR = "/var/run/sluice/rest"
+REST_TOKEN_FILE = f"{REST_TOKEN_DIR}/token"
+SPARK_SECRET_DIR = "/var/run/sluice/spark"
+SPARK_SECRET_FILE = f"{SPARK_SECRET_DIR}/secret"
+
+REST_TOKEN_VOLUME = "sluice-rest-token"
+SPARK_SECRET_VOLUME = "sluice-spark-secret"
+# The files belong to root unless the pod has an fsGroup: readable by all, so that the image's non-root
+# user can read them. Only this pod's containers see the mount.
+_MODE = 0o444
+
+
+def job_secret_name(job: str) -> str:
+    return f"{job}-auth"
+
+
+def job_secret(owner: Owner, rest_token: str, spark_secret: str) -> Manifest:
+    """Owned by the StreamJob, so Kubernetes deletes it with the job."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(owner, job_secret_name(owner.name)),
+        "type": "Opaque",
+        "stringData": {REST_TOKEN_KEY: rest_token, SPARK_SECRET_KEY: spark_secret},
+    }
+
+
+def _secret_volume(job: str, volume: str, key: str, path: str) -> dict[str, Any]:
+    return {
+        "name": volume,
+        "secret": {
+            "secretName": job_secret_name(job),
+            "items": [{"key": key, "path": path}],
+            "defaultMode": _MODE,
+        },
+    }
+
+
+def rest_token_volume(job: str) -> dict[str, Any]:
+    return _secret_volume(job, REST_TOKEN_VOLUME, REST_TOKEN_KEY, REST_TOKEN_FILE.rsplit("/", 1)[1])
+
+
+def spark_secret_volume(job: str) -> dict[str, Any]:
+    return _secret_volume(job, SPARK_SECRET_VOLUME, SPARK_SECRET_KEY, SPARK_SECRET_FILE.rsplit("/", 1)[1])
+
+
+def rest_token_mount() -> dict[str, Any]:
+    return {"name": REST_TOKEN_VOLUME, "mountPath": REST_TOKEN_DIR, "readOnly": True}
+
+
+def spark_secret_mount() -> dict[str, Any]:
+    return {"name": SPARK_SECRET_VOLUME, "mountPath": SPARK_SECRET_DIR, "readOnly": True}

@@ -1,0 +1,53 @@
+"""The job's Secret: created once per StreamJob, read for the REST token on every call to its coordinator.
+
+Its values never leave it: they are not logged, not put into status or events, and only the pods'
+volume mounts and the operator's Authorization header carry them.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from sluice_operator import manifests as m
+from sluice_operator.kube import Kube
+
+
+class JobSecretError(Exception):
+    """The job's Secret exists but is not the operator's; the message says what to do."""
+
+
+async def ensure_job_secret(kube: Kube, owner: m.Owner) -> str:
+    """Create the job's Secret unless it exists (an existing one is kept, never drawn again); its token.
+
+    Keeping it matters: a coordinator started with the old token would refuse the operator's calls, and
+    TaskManagers with the old Spark secret would be refused by their driver.
+    """
+    name = m.job_secret_name(owner.name)
+    found = await kube.secret(owner.namespace, name)
+    if found is None:
+        manifest = m.job_secret(owner, secrets.token_urlsafe(32), secrets.token_urlsafe(32))
+        await kube.create(manifest)  # a Secret that appeared meanwhile is kept as it is
+        found = await kube.secret(owner.namespace, name)
+    if found is None:
+        raise JobSecretError(f"Secret {name} was created but cannot be read back")
+    owners, data = found
+    if owner.uid not in owners:
+        raise JobSecretError(
+            f"Secret {name} exists but does not belong to StreamJob {owner.name} (it is another job's, or "
+            f"one you made): the operator keeps the job's REST token and Spark secret there. Delete or "
+            "rename it; the operator then creates its own"
+        )
+    missing = [key for key in (m.REST_TOKEN_KEY, m.SPARK_SECRET_KEY) if not data.get(key)]
+    if missing:
+        raise JobSecretError(
+            f"Secret {name} lacks {', '.join(missing)}: delete it and the operator makes a new one"
+        )
+    return data[m.REST_TOKEN_KEY]
+
+
+async def rest_token(kube: Kube, owner: m.Owner) -> str | None:
+    """The token of the job's coordinator; None if the job has no Secret (a coordinator from before)."""
+    found = await kube.secret(owner.namespace, m.job_secret_name(owner.name))
+    if found is None:
+        return None
+    return found[1].get(m.REST_TOKEN_KEY) or None
