@@ -232,3 +232,46 @@ def test_local_master_needs_a_slot_per_taskmanager(master: str, ok: bool) -> Non
     else:
         with pytest.raises(SparkSetupError, match=r"use --master local\[3\]"):
             spark_settings(3, master, "sluice x")
+
+
+def test_spark_rpc_is_authenticated_on_kubernetes() -> None:
+    cluster = kubernetes_conf(pod(), taskmanagers=1)
+    settings = spark_settings(
+        1,
+        "k8s://https://10.96.0.1:443",
+        "sluice orders",
+        {
+            "spark.authenticate.secret.file": "/var/run/sluice/spark/secret",
+            "spark.network.crypto.enabled": "true",
+        },
+        cluster=cluster,
+    )
+    assert settings["spark.authenticate"] == "true"
+    assert settings["spark.network.crypto.enabled"] == "true"
+    # An executor reads a secret file only once it knows the master is Kubernetes, also before it has
+    # fetched the driver's settings: its JVM flags carry the master.
+    assert settings["spark.executor.extraJavaOptions"] == "-Dspark.master=k8s://https://10.96.0.1:443"
+
+
+def test_user_executor_java_options_are_added_to_sluices() -> None:
+    settings = spark_settings(
+        1,
+        "k8s://https://10.96.0.1:443",
+        "sluice orders",
+        {"spark.executor.extraJavaOptions": "-Dfoo=1"},
+        cluster=kubernetes_conf(pod(), taskmanagers=1),
+    )
+    assert settings["spark.executor.extraJavaOptions"] == "-Dspark.master=k8s://https://10.96.0.1:443 -Dfoo=1"
+
+
+def test_turning_spark_authentication_off_on_kubernetes_is_refused() -> None:
+    with pytest.raises(SparkSetupError, match=r"spark.authenticate=false is not allowed on Kubernetes"):
+        spark_settings(
+            1,
+            "k8s://https://10.96.0.1:443",
+            "sluice orders",
+            {"spark.authenticate": "false"},
+            cluster=kubernetes_conf(pod(), taskmanagers=1),
+        )
+    local = spark_settings(1, "local[1]", "sluice local", {"spark.authenticate": "false"})
+    assert local["spark.authenticate"] == "false", "local Spark stays in this process and on loopback"

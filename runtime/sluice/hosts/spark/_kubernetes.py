@@ -11,6 +11,13 @@ It is loaded by the driver JVM from the jar `scripts/build-jvm.sh` builds next t
 Credentials: Spark's Kubernetes client takes the pod's service account token by itself, but in client
 mode it does not trust the cluster's CA unless `spark.kubernetes.authenticate.caCertFile` names it (the
 TLS handshake with the API server fails otherwise), so the mounted `ca.crt` is passed on explicitly.
+
+Spark's RPC is authenticated (`spark.authenticate`): only processes holding the application's secret
+join it. Without secret files Spark draws the secret itself and hands it to executors as an env value
+in their pod spec; the operator mounts a secret file into every pod instead
+(`spark.authenticate.secret.file`). An executor reads that file only where `spark.master` says
+Kubernetes, and the first connection it makes (fetching the driver's settings) runs with nothing but
+its JVM flags, which do not carry the master: so the master goes into the executors' JVM flags.
 """
 
 from __future__ import annotations
@@ -84,8 +91,9 @@ def kubernetes_conf(
             "checkout run scripts/build-jvm.sh (needs a JDK 17+); an installed Sluice should have it, "
             "reinstall it from a wheel built after scripts/build-jvm.sh"
         )
+    master = api_server_master(pod.api_host, pod.api_port)
     conf = {
-        "spark.master": api_server_master(pod.api_host, pod.api_port),
+        "spark.master": master,
         "spark.submit.deployMode": "client",
         "spark.kubernetes.namespace": pod.namespace,
         # Executors connect back to the driver at the pod's IP. Since Spark 4.1 they are given the
@@ -106,6 +114,8 @@ def kubernetes_conf(
         "spark.executor.cores": "1",
         "spark.task.cpus": "1",
         "spark.dynamicAllocation.enabled": "false",
+        "spark.authenticate": "true",
+        "spark.executor.extraJavaOptions": f"-Dspark.master={master}",
     }
     if pod.image is not None:
         conf["spark.kubernetes.container.image"] = pod.image

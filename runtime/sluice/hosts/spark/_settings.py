@@ -71,6 +71,7 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # (the quick-start flags and log configuration, the pod naming step and its jar).
 LIST_SETTINGS: dict[str, str] = {
     "spark.driver.extraJavaOptions": " ",
+    "spark.executor.extraJavaOptions": " ",
     "spark.kubernetes.executor.pod.featureSteps": ",",
     "spark.driver.extraClassPath": os.pathsep,
 }
@@ -85,6 +86,10 @@ def local_master(taskmanagers: int) -> str:
 def is_local(master: str) -> bool:
     """Spark in this process (`local`, `local[N]`, `local[*]`, `local[N,F]`)."""
     return master == "local" or master.startswith("local[")
+
+
+def is_kubernetes(master: str) -> bool:
+    return master.startswith("k8s://")
 
 
 def local_slots(master: str, cpu_count: int) -> int:
@@ -121,6 +126,9 @@ def spark_settings(
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(cluster or {})
     settings["spark.master"] = master
+    if is_kubernetes(master):
+        # Any pod that reaches the driver's ports could otherwise join the application (checked below).
+        settings.setdefault("spark.authenticate", "true")
     java_options = [DRIVER_JAVA_OPTIONS]
     if log4j_file is not None:
         java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_file}")
@@ -145,6 +153,13 @@ def _check(settings: dict[str, str], taskmanagers: int) -> None:
                 "(failover is the coordinator's: Spark must not retry TaskManagers on its own)"
             )
     master = settings["spark.master"]
+    if is_kubernetes(master) and settings.get("spark.authenticate") != "true":
+        raise SparkSetupError(
+            f"--spark-conf spark.authenticate={settings.get('spark.authenticate')} is not allowed on "
+            "Kubernetes: without it any pod that reaches the coordinator's Spark ports could join the job "
+            "and run code in it. Leave spark.authenticate on (spark.network.crypto.enabled=true also "
+            "encrypts the traffic)"
+        )
     task_cpus = _whole(settings, "spark.task.cpus", "1")
     if is_local(master):
         slots = local_slots(master, os.cpu_count() or 1) // task_cpus
