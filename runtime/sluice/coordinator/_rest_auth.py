@@ -44,7 +44,7 @@ def auth_middleware(auth: RestAuth) -> Middleware:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in OPEN_PATHS or (request.method in _READS and not auth.protect_reads):
+        if request.method in _READS and (request.path in OPEN_PATHS or not auth.protect_reads):
             return await handler(request)
         scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():

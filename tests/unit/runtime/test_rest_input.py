@@ -1,0 +1,110 @@
+"""Savepoint request bodies: wrong types, unknown fields and stop modes, and targets outside the allowed
+prefixes are refused with a message; the target that passes is the one that was checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sluice.coordinator._rest_input import (
+    BadRequest,
+    SavepointRequest,
+    SavepointTargets,
+    cancel_request,
+    savepoint_request,
+)
+
+TARGETS = SavepointTargets(["file:///data/sp", "/data/chk/", None, "s3://bucket/savepoints"])
+
+
+def test_the_prefixes_are_normalized() -> None:
+    assert TARGETS.prefixes == ["file:///data/chk", "file:///data/sp", "s3://bucket/savepoints"]
+
+
+@pytest.mark.parametrize(
+    ("target", "checked"),
+    [
+        ("file:///data/sp", "file:///data/sp"),
+        ("file:///data/sp/", "file:///data/sp"),
+        ("file:///data/sp/a/b", "file:///data/sp/a/b"),
+        ("/data/chk/x", "file:///data/chk/x"),
+        ("file:///data/sp/a/../b", "file:///data/sp/b"),
+        ("s3://bucket/savepoints/run-2", "s3://bucket/savepoints/run-2"),
+        ("S3://bucket/savepoints/x", "s3://bucket/savepoints/x"),
+    ],
+)
+def test_targets_under_an_allowed_prefix_pass_in_their_checked_form(target: str, checked: str) -> None:
+    assert TARGETS.check(target) == checked
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "file:///tmp/evil",
+        "file:///data/sp/../evil",
+        "file:///data/sp/../../etc",
+        "file:///data/sp-evil",  # a sibling that shares the prefix's first characters
+        "file:///data",
+        "/data/chk/../..",
+        "s3://bucket/savepoints-other/x",
+        "s3://other/savepoints",
+        "gs://bucket/savepoints/x",  # same path, other store
+        "file:///data/sp/x::s3://evil/x",  # fsspec chaining would write to the second URL
+        "file:///data/sp/x\nEvil: header",
+        "file:///data/sp/\x00",
+        "relative/dir",
+    ],
+)
+def test_targets_outside_the_allowed_prefixes_are_refused(target: str) -> None:
+    with pytest.raises(BadRequest, match="targetDirectory"):
+        TARGETS.check(target)
+
+
+def test_no_prefix_allows_nothing() -> None:
+    with pytest.raises(BadRequest, match=r"\(none;"):
+        SavepointTargets([]).check("file:///anything")
+
+
+@pytest.mark.parametrize(
+    ("body", "wanted"),
+    [
+        ({}, SavepointRequest(None, None)),
+        ({"stop": False}, SavepointRequest(None, None)),
+        ({"stop": None}, SavepointRequest(None, None)),
+        ({"stop": "suspend"}, SavepointRequest("suspend", None)),
+        (
+            {"stop": "terminate", "targetDirectory": "file:///data/sp"},
+            SavepointRequest("terminate", "file:///data/sp"),
+        ),
+        ({"targetDirectory": None}, SavepointRequest(None, None)),
+    ],
+)
+def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -> None:
+    assert savepoint_request(body, TARGETS) == wanted
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"stop": "pause"}, 'stop must be false, "suspend" or "terminate", not "pause"'),
+        ({"stop": True}, "not true"),
+        ({"stop": 0}, "not 0"),  # 0 == False in Python: it must not pass as "no stop"
+        ({"stop": ""}, 'not ""'),
+        ({"stop": ["suspend"]}, 'not \\["suspend"\\]'),
+        ({"stop": "x" * 1000}, r"\.\.\.$"),  # long values are cut in the message
+        ({"targetDirectory": 7}, "targetDirectory must be a URI string, not 7"),
+        ({"targetDirectory": ""}, "targetDirectory must be a URI string"),
+        ({"targetDirectory": {"a": 1}}, "targetDirectory must be a URI string"),
+        ({"targetDir": "file:///data/sp"}, 'unknown field "targetDir"'),
+    ],
+)
+def test_bad_savepoint_bodies_say_what_is_wrong(body: dict[str, Any], message: str) -> None:
+    with pytest.raises(BadRequest, match=message):
+        savepoint_request(body, TARGETS)
+
+
+def test_a_cancel_request_has_no_fields() -> None:
+    cancel_request({})
+    with pytest.raises(BadRequest, match="no fields"):
+        cancel_request({"force": True})
