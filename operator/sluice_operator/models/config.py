@@ -13,6 +13,7 @@ ENV_STORAGE_SECRET = "SLUICE_OPERATOR_STORAGE_SECRET"
 ENV_JOB_ENV = "SLUICE_OPERATOR_JOB_ENV_"
 ENV_RECONCILE_INTERVAL = "SLUICE_OPERATOR_RECONCILE_INTERVAL"
 ENV_IMAGE_PULL_POLICY = "SLUICE_OPERATOR_IMAGE_PULL_POLICY"
+ENV_ALLOW_PRIVILEGED = "SLUICE_OPERATOR_ALLOW_PRIVILEGED_PODS"
 DEFAULT_STORAGE = "file:///var/lib/sluice"
 
 
@@ -28,6 +29,8 @@ class OperatorConfig:
     go (`<storage>/checkpoints/<namespace>/<name>`), and what `$(SLUICE_STORAGE)` in pipeline args
     means. Tests and clusters point it at their object storage without editing any StreamJob.
     `job_env` is added to the environment of every job pod (e.g. AWS_ENDPOINT_URL of a test S3 server).
+    `allow_privileged_pods` lets pod templates and Spark settings escalate (host namespaces, hostPath,
+    privileged containers, ...), which the operator otherwise refuses.
     """
 
     storage: str = DEFAULT_STORAGE
@@ -35,6 +38,7 @@ class OperatorConfig:
     job_env: Mapping[str, str] = field(default_factory=dict)
     reconcile_interval_s: float = 5.0
     image_pull_policy: str | None = None
+    allow_privileged_pods: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -49,6 +53,9 @@ class OperatorConfig:
             interval_s = duration_ms(interval) / 1000
         except ValueError as error:
             raise ConfigError(f"{ENV_RECONCILE_INTERVAL}: {error}") from None
+        allow = env.get(ENV_ALLOW_PRIVILEGED, "false").strip().lower()
+        if allow not in ("true", "false"):
+            raise ConfigError(f"{ENV_ALLOW_PRIVILEGED}={allow!r}: write true or false")
         job_env = {k[len(ENV_JOB_ENV) :]: v for k, v in env.items() if k.startswith(ENV_JOB_ENV) and v}
         return cls(
             storage=storage,
@@ -56,4 +63,5 @@ class OperatorConfig:
             job_env=job_env,
             reconcile_interval_s=max(interval_s, 0.2),
             image_pull_policy=env.get(ENV_IMAGE_PULL_POLICY) or None,
+            allow_privileged_pods=allow == "true",
         )

@@ -26,7 +26,7 @@ from .execute import execute
 from .observe import Deps, observe_job
 from .plan import Event
 from .storage import Storage, storage_options
-from .validate import InvalidSpecError, streamjob_spec
+from .validate import InvalidSpecError, refuse_escalations, streamjob_spec
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,7 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     now_ms = int(time.time() * 1000)
     try:
         spec = streamjob_spec(job.get("spec"))
+        refuse_escalations(spec, config.allow_privileged_pods)
     except InvalidSpecError as problem:
         return await _degraded(
             deps,

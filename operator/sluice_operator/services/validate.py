@@ -7,7 +7,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sluice_operator import manifests as m
+from sluice_operator.manifests.coordinator_args import SPARK_AUTH_KEY
 from sluice_operator.models import SavepointSpec, StreamJobSpec
+from sluice_operator.models.config import ENV_ALLOW_PRIVILEGED
+
+from .privileges import escalations
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -38,7 +42,22 @@ def streamjob_spec(raw: Any) -> StreamJobSpec:
     """The validated spec, or InvalidSpecError listing every problem found."""
     spec = _parse(StreamJobSpec, raw)
     problems = []
+    auth = spec.spark_conf.get(SPARK_AUTH_KEY)
+    if auth is not None and auth != "true":
+        problems.append(
+            f"spec.sparkConf: {SPARK_AUTH_KEY}={auth} is not allowed: Spark's RPC between the coordinator "
+            "and the TaskManagers is always authenticated on Kubernetes (else any pod reaching them could "
+            "join the job and run code in it); remove it. spark.network.crypto.enabled=true also encrypts it"
+        )
     owned = sorted(set(spec.spark_conf) & m.OPERATOR_SPARK_KEYS)
+    secrets = [key for key in owned if key.startswith(SPARK_AUTH_KEY)]
+    if secrets:
+        problems.append(
+            f"spec.sparkConf: {', '.join(secrets)} {'is' if len(secrets) == 1 else 'are'} set by the "
+            f"operator: Spark's secret is generated per job and kept in Secret "
+            f"{m.job_secret_name('<job>')}; remove them from sparkConf"
+        )
+    owned = [key for key in owned if key not in secrets]
     if owned:
         problems.append(
             f"spec.sparkConf: {', '.join(owned)} {'is' if len(owned) == 1 else 'are'} set by the operator "
@@ -56,6 +75,16 @@ def streamjob_spec(raw: Any) -> StreamJobSpec:
     if problems:
         raise InvalidSpecError("; ".join(problems))
     return spec
+
+
+def refuse_escalations(spec: StreamJobSpec, allowed: bool) -> None:
+    """InvalidSpecError naming every field that escalates the job's pods, unless the operator allows it."""
+    found = [] if allowed else escalations(spec)
+    if found:
+        raise InvalidSpecError(
+            "; ".join(found) + f". The operator refuses pods beyond the restricted Pod Security Standard "
+            f"unless it runs with {ENV_ALLOW_PRIVILEGED}=true (Helm: operator.allowPrivilegedPods=true)"
+        )
 
 
 def savepoint_spec(raw: Any) -> SavepointSpec:
