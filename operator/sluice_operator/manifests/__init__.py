@@ -13,6 +13,7 @@ from ._common import (
 )
 from .coordinator import config_map, coordinator_pod, rest_service
 from .coordinator_args import OPERATOR_SPARK_KEYS, executor_resources, sluice_run_args, spark_conf
+from .network import network_policy, network_policy_name
 from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
 from .run import Run, checkpoint_dir, deployed_spec_json, expand, savepoint_dir, spec_hash
 from .savepoint import operator_savepoint, savepoint_name
@@ -43,6 +44,8 @@ __all__ = [
     "job_secret_name",
     "labels",
     "merge_pod",
+    "network_policy",
+    "network_policy_name",
     "operator_savepoint",
     "rest_service",
     "rest_service_name",

@@ -14,6 +14,9 @@ ENV_JOB_ENV = "SLUICE_OPERATOR_JOB_ENV_"
 ENV_RECONCILE_INTERVAL = "SLUICE_OPERATOR_RECONCILE_INTERVAL"
 ENV_IMAGE_PULL_POLICY = "SLUICE_OPERATOR_IMAGE_PULL_POLICY"
 ENV_ALLOW_PRIVILEGED = "SLUICE_OPERATOR_ALLOW_PRIVILEGED_PODS"
+ENV_NETWORK_POLICIES = "SLUICE_OPERATOR_NETWORK_POLICIES"
+ENV_POD_NAMESPACE = "SLUICE_OPERATOR_POD_NAMESPACE"
+ENV_POD_LABELS = "SLUICE_OPERATOR_POD_LABELS"
 DEFAULT_STORAGE = "file:///var/lib/sluice"
 
 
@@ -30,7 +33,9 @@ class OperatorConfig:
     means. Tests and clusters point it at their object storage without editing any StreamJob.
     `job_env` is added to the environment of every job pod (e.g. AWS_ENDPOINT_URL of a test S3 server).
     `allow_privileged_pods` lets pod templates and Spark settings escalate (host namespaces, hostPath,
-    privileged containers, ...), which the operator otherwise refuses.
+    privileged containers, ...), which the operator otherwise refuses. With `network_policies` each job
+    gets a NetworkPolicy: its pods reach each other, and its REST port is reached by the operator's pods
+    only, which are those with `operator_pod_labels` in `operator_namespace` (any namespace if None).
     """
 
     storage: str = DEFAULT_STORAGE
@@ -39,6 +44,9 @@ class OperatorConfig:
     reconcile_interval_s: float = 5.0
     image_pull_policy: str | None = None
     allow_privileged_pods: bool = False
+    network_policies: bool = False
+    operator_namespace: str | None = None
+    operator_pod_labels: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -53,9 +61,14 @@ class OperatorConfig:
             interval_s = duration_ms(interval) / 1000
         except ValueError as error:
             raise ConfigError(f"{ENV_RECONCILE_INTERVAL}: {error}") from None
-        allow = env.get(ENV_ALLOW_PRIVILEGED, "false").strip().lower()
-        if allow not in ("true", "false"):
-            raise ConfigError(f"{ENV_ALLOW_PRIVILEGED}={allow!r}: write true or false")
+        allow = _flag(env, ENV_ALLOW_PRIVILEGED)
+        policies = _flag(env, ENV_NETWORK_POLICIES)
+        labels = _labels(env.get(ENV_POD_LABELS, ""))
+        if policies and not labels:
+            raise ConfigError(
+                f"{ENV_NETWORK_POLICIES}=true needs {ENV_POD_LABELS} (k=v,...): the labels of the operator's "
+                "pods, the only pods the NetworkPolicies let call a coordinator's REST API"
+            )
         job_env = {k[len(ENV_JOB_ENV) :]: v for k, v in env.items() if k.startswith(ENV_JOB_ENV) and v}
         return cls(
             storage=storage,
@@ -63,5 +76,25 @@ class OperatorConfig:
             job_env=job_env,
             reconcile_interval_s=max(interval_s, 0.2),
             image_pull_policy=env.get(ENV_IMAGE_PULL_POLICY) or None,
-            allow_privileged_pods=allow == "true",
+            allow_privileged_pods=allow,
+            network_policies=policies,
+            operator_namespace=env.get(ENV_POD_NAMESPACE) or None,
+            operator_pod_labels=labels,
         )
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"{name}={value!r}: write true or false")
+    return value == "true"
+
+
+def _labels(text: str) -> dict[str, str]:
+    labels = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{ENV_POD_LABELS}: {item!r} is not a label key=value")
+        labels[key] = value
+    return labels

@@ -60,7 +60,7 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     await deps.kube.delete_pod(ns, m.coordinator_name(owner.name))
     for pod in await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}"):
         await deps.kube.delete_pod(ns, pod["metadata"]["name"])
-    for kind, name in (
+    owned = [
         ("Service", m.rest_service_name(owner.name)),
         ("ConfigMap", m.config_map_name(owner.name)),
         ("RoleBinding", m.driver_account_name(owner.name)),
@@ -69,7 +69,10 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         # Owned by the job, so the garbage collector would get it too, but only after the job is gone:
         # a job recreated under the same name at once would find the old Secret and be refused it.
         ("Secret", m.job_secret_name(owner.name)),
-    ):
+    ]
+    if config.network_policies:  # else the operator may lack the rights to delete (or need) them
+        owned.append(("NetworkPolicy", m.network_policy_name(owner.name)))
+    for kind, name in owned:
         await deps.kube.delete(kind, ns, name)
     return Finalized(True, events)
 
