@@ -54,9 +54,12 @@ ENV PATH=/opt/sluice/.venv/bin:$PATH \
     SPARK_HOME=/opt/sluice/.venv/lib/python3.11/site-packages/pyspark
 
 # Non-root, with group 0 so that clusters running pods under an arbitrary UID can still write HOME.
-RUN useradd --uid 185 --gid 0 --home-dir /opt/sluice --no-create-home --shell /usr/sbin/nologin sluice \
- && chmod -R g=u /opt/sluice
-USER 185
+# Pods run with a read-only root file system: the operator mounts emptyDirs at HOME and /tmp (and at
+# Spark's local dirs), so HOME is a directory of its own, not /opt/sluice.
+RUN useradd --uid 185 --gid 0 --home-dir /home/sluice --create-home --shell /usr/sbin/nologin sluice \
+ && chmod -R g=u /opt/sluice /home/sluice
+ENV HOME=/home/sluice
+USER 185:0
 
 ENTRYPOINT ["/usr/bin/tini", "-s", "--", "/opt/sluice/docker/entrypoint.sh"]
 CMD ["--help"]

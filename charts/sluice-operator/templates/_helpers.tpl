@@ -19,6 +19,11 @@ app.kubernetes.io/name: sluice-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The selector labels as key=value,... (keep in step with the selector above). */}}
+{{- define "sluice-operator.selectorPairs" -}}
+app.kubernetes.io/name=sluice-operator,app.kubernetes.io/instance={{ .Release.Name }}
+{{- end -}}
+
 {{- define "sluice-operator.serviceAccount" -}}
 {{- default (include "sluice-operator.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
@@ -48,10 +53,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [serviceaccounts]
   verbs: [get, list, watch, create, delete]
-# Storage credentials named by spec.storageSecret, to read checkpoints and job results.
+# Secrets: storage credentials named by spec.storageSecret (read, to read checkpoints and job results),
+# and each job's own Secret with its REST token and Spark secret (created once, read for the REST calls,
+# deleted with the job). `get` reads any Secret of the namespace: see docs/operator.md.
 - apiGroups: [""]
   resources: [secrets]
-  verbs: [get]
+  verbs: [get, create, delete]
+{{- if .Values.networkPolicy.enabled }}
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, create, update, delete]
+{{- end }}
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from sluice_operator.__main__ import parse
+from sluice_operator.models import OperatorConfig
 from testkit.kube import k8s_bin_dir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -80,7 +81,8 @@ def test_default_install_is_namespaced_and_least_privilege(helm: Path, tmp_path:
     for rule in role["rules"]:
         assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
         if "secrets" in rule["resources"]:
-            assert rule["verbs"] == ["get"]
+            # Storage credentials are read; a job's own Secret is created once and deleted with the job.
+            assert rule["verbs"] == ["get", "create", "delete"]
     (cluster_role,) = _find(docs, "ClusterRole")
     assert [r["resources"] for r in cluster_role["rules"]] == [["customresourcedefinitions"]]
     (deployment,) = _find(docs, "Deployment")
@@ -196,3 +198,49 @@ def test_unsafe_leader_election_values_are_refused(
         args += ["--set", value]
     result = _run_helm(helm, *args, tmp=tmp_path)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_operator_pod_meets_the_restricted_standard(helm: Path, tmp_path: Path) -> None:
+    (deployment,) = _find(_render(helm, tmp_path), "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = pod["containers"][0]
+    context = container["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["readOnlyRootFilesystem"] is True
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    writable = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+    assert set(writable) == {"/tmp", "/home/sluice"}
+    assert all("emptyDir" in volume for volume in writable.values())
+
+
+def test_network_policies_and_the_operators_identity_for_them(helm: Path, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, "watchNamespaces={jobs}")
+    env = {e["name"]: e.get("value") for e in _container(docs)["env"]}
+    assert env["SLUICE_OPERATOR_NETWORK_POLICIES"] == "true"
+    assert env["SLUICE_OPERATOR_POD_NAMESPACE"] == "sluice-system"
+    # The labels the per-job policies let through are exactly the Deployment's pod labels.
+    (deployment,) = _find(docs, "Deployment")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    pairs = dict(item.split("=", 1) for item in env["SLUICE_OPERATOR_POD_LABELS"].split(","))
+    assert pairs.items() <= pod_labels.items() and pairs
+    (policy,) = _find(docs, "NetworkPolicy", "sluice-system")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert [p["port"] for p in policy["spec"]["ingress"][0]["ports"]] == [8080, 9090]
+    (role,) = [r for r in _find(docs, "Role", "jobs") if r["metadata"]["name"] == "sluice-sluice-operator"]
+    assert any("networkpolicies" in rule["resources"] for rule in role["rules"])
+    # The operator itself accepts what the chart gives it.
+    config = OperatorConfig.from_env({k: v for k, v in env.items() if v is not None})
+    assert config.network_policies and config.operator_pod_labels == pairs
+
+
+def test_network_policies_and_privileged_pods_are_values(helm: Path, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, "networkPolicy.enabled=false", "operator.allowPrivilegedPods=true")
+    assert _find(docs, "NetworkPolicy") == []
+    env = {e["name"]: e.get("value") for e in _container(docs)["env"]}
+    assert env["SLUICE_OPERATOR_NETWORK_POLICIES"] == "false"
+    assert env["SLUICE_OPERATOR_ALLOW_PRIVILEGED_PODS"] == "true"
+    (role,) = [r for r in _find(docs, "Role") if r["metadata"]["name"] == "sluice-sluice-operator"]
+    assert not any("networkpolicies" in rule["resources"] for rule in role["rules"])
