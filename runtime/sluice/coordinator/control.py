@@ -1,32 +1,53 @@
-"""The coordinator's control port: TaskManagers register here and exchange control messages."""
+"""The coordinator's control port: TaskManagers register here and exchange control messages.
+
+Every connection proves it holds the job's secret before its first frame is read (see
+`sluice.transport.handshake`); messages are JSON checked against `TO_COORDINATOR`. A TaskManager that
+sends something malformed is disconnected, which the job master sees as a lost TaskManager.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from sluice.engine.network import encode, read_frame
+from sluice.transport.framing import frame, read_payload
+from sluice.transport.handshake import CONTROL
+from sluice.transport.messages import TO_COORDINATOR, MessageError, decode_message, encode_message
+from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch, TlsMaterial
+from sluice.transport.wire import Wire
+
+log = logging.getLogger(__name__)
 
 
 class TaskManagerLink:
-    def __init__(self, index: int, host: str, data_port: int, pid: int, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, index: int, host: str, data_port: int, pid: int, writer: asyncio.StreamWriter, max_frame: int
+    ) -> None:
         self.index, self.host, self.data_port, self.pid = index, host, data_port, pid
         self.writer = writer
+        self._max_frame = max_frame
 
     def send(self, message: dict[str, Any]) -> None:
         if not self.writer.is_closing():
-            self.writer.write(encode(message))
+            self.writer.write(frame(encode_message(message), self._max_frame))
 
 
 class ControlServer:
-    """Accepts TaskManager connections; hands every message and every lost link to the job master."""
+    """Accepts TaskManager connections; hands every message and every lost link to the job master.
+
+    It makes the job's secret: one per job, for every attempt, handed to TaskManagers by `launch()`.
+    """
 
     def __init__(
         self,
         on_message: Callable[[TaskManagerLink, dict[str, Any]], None],
         on_lost: Callable[[TaskManagerLink, int], None],
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        tls: TlsMaterial | None = None,
     ) -> None:
         self.on_message = on_message
         self.on_lost = on_lost
@@ -37,9 +58,19 @@ class ControlServer:
         self._server: asyncio.Server | None = None
         self._readers: set[asyncio.Task[None]] = set()
         self.address = ""
+        self._secret = JobSecret.generate()
+        self._max_frame = max_frame_bytes
+        self._tls = tls
+        self.wire = Wire.build(self._secret, max_frame_bytes, tls)
+
+    def launch(self) -> TaskManagerLaunch:
+        """What a TaskManager of this job is started with (secret included: hand it to the host only)."""
+        if not self.address:
+            raise RuntimeError("the control port is not listening yet: start() it first")
+        return TaskManagerLaunch(self.address, self._secret, self._max_frame, self._tls)
 
     async def start(self, host: str) -> str:
-        self._server = await asyncio.start_server(self._serve, host, 0)
+        self._server = await self.wire.serve(self._serve, host, CONTROL)
         port = self._server.sockets[0].getsockname()[1]
         self.address = f"{host}:{port}"
         return self.address
@@ -57,16 +88,25 @@ class ControlServer:
         link: TaskManagerLink | None = None
         attempt = self.attempt
         try:
-            hello = await read_frame(reader)
-            if hello.get("type") != "register":
-                return
-            link = TaskManagerLink(hello["tm"], hello["host"], hello["dataPort"], hello["pid"], writer)
+            hello = decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
+            if hello["type"] != "register":
+                raise MessageError(f"a TaskManager must register first, not send {hello['type']!r}")
+            link = TaskManagerLink(
+                hello["tm"], hello["host"], hello["dataPort"], hello["pid"], writer, self._max_frame
+            )
             self.links[link.index] = link
             if len(self.links) >= self.expected:
                 self.registered.set()
             while True:
-                self.on_message(link, await read_frame(reader))
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                self.on_message(
+                    link, decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
+                )
+        except (MessageError, ConnectionError) as err:
+            if not isinstance(err, ConnectionResetError | BrokenPipeError):
+                log.warning(
+                    "closed the control connection from %s: %s", writer.get_extra_info("peername"), err
+                )
+        except (asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             self._readers.discard(task)

@@ -36,6 +36,7 @@ from sluice.coordinator.views import job_view, sum_metrics
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
+from sluice.transport.messages import encode_blob
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
@@ -90,7 +91,7 @@ class JobMaster(SavepointOperations):
         self._end_request: tuple[str, str] | None = None
         self._end_requested = asyncio.Event()
         self._control = ControlServer(self._on_message, self._on_lost)
-        self._graph_bytes = cloudpickle.dumps(graph)
+        self._graph_blob = encode_blob(cloudpickle.dumps(graph))
         self._final_done = False
         self._next_checkpoint_id = 1
         self._finished: dict[int, set[int]] = {}
@@ -182,7 +183,7 @@ class JobMaster(SavepointOperations):
             )
         self.checkpoints.next_id = max(self.checkpoints.next_id, self._next_checkpoint_id)
         self._control.expect(self.config.taskmanagers, self.attempt)
-        await self.host.start(self.config.taskmanagers, self._control.address, self.attempt)
+        await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
         lost = asyncio.ensure_future(self.host.wait_lost())
         try:
             await self._await_registration(lost)
@@ -226,7 +227,7 @@ class JobMaster(SavepointOperations):
                     "type": "deploy",
                     "attempt": self.attempt,
                     "jobId": self.config.job_id,
-                    "graph": self._graph_bytes,
+                    "graph": self._graph_blob,
                     "tasks": mine,
                     "placement": where,
                     "taskmanagers": addresses,
@@ -368,6 +369,11 @@ class JobMaster(SavepointOperations):
             self._events.put_nowait((outcome, reason))
 
     # -- for the REST API and progress ------------------------------------------------------------------
+
+    @property
+    def control_address(self) -> str:
+        """HOST:PORT of the control port TaskManagers register at (empty until the job runs)."""
+        return self._control.address
 
     def taskmanager_links(self) -> list[TaskManagerLink]:
         return sorted(self._control.links.values(), key=lambda link: link.index)

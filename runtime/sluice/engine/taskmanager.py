@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -23,23 +24,36 @@ from sluice.checkpoint.storage import read_metadata
 from sluice.engine.chain import OperatorChain
 from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
 from sluice.engine.context import Metrics
-from sluice.engine.network import DataServer, RemoteOutputChannel, encode, read_frame
+from sluice.engine.network import DataServer, RemoteOutputChannel
 from sluice.engine.operators.source import SourceOperator
 from sluice.engine.task import Abort, Complete, Stop, StreamTask, Trigger
 from sluice.engine.wiring import SubtaskId, channel_index, input_channels, output_targets
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobGraph
+from sluice.transport.framing import frame, read_payload
+from sluice.transport.handshake import CONTROL
+from sluice.transport.messages import (
+    TO_TASKMANAGER,
+    MessageError,
+    decode_blob,
+    decode_message,
+    encode_message,
+)
+from sluice.transport.secret import TaskManagerLaunch
+from sluice.transport.wire import Wire
 
+log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 0.5
 
 
 class TaskManager:
-    def __init__(self, coordinator: str, index: int, bind_host: str) -> None:
-        host, _, port = coordinator.rpartition(":")
+    def __init__(self, launch: TaskManagerLaunch, index: int, bind_host: str) -> None:
+        host, _, port = launch.coordinator.rpartition(":")
         self.coordinator_host, self.coordinator_port = host, int(port)
         self.index = index
         self.bind_host = bind_host
-        self.data = DataServer()
+        self.wire = Wire.from_launch(launch)
+        self.data = DataServer(self.wire)
         self.tasks: dict[SubtaskId, StreamTask] = {}
         self.metrics: dict[SubtaskId, Metrics] = {}
         self._runners: list[asyncio.Task[None]] = []
@@ -47,11 +61,11 @@ class TaskManager:
 
     def report(self, message: dict[str, Any]) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(encode(message))
+            self._writer.write(frame(encode_message(message), self.wire.max_frame_bytes))
 
     async def run(self) -> int:
         await self.data.start(self.bind_host)
-        reader, self._writer = await asyncio.open_connection(self.coordinator_host, self.coordinator_port)
+        reader, self._writer = await self.wire.open(self.coordinator_host, self.coordinator_port, CONTROL)
         advertised = (
             self.bind_host
             if self.bind_host not in ("0.0.0.0", "")
@@ -69,10 +83,14 @@ class TaskManager:
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             while True:
-                message = await read_frame(reader)
+                payload = await read_payload(reader, self.wire.max_frame_bytes)
+                message = decode_message(payload, TO_TASKMANAGER)
                 if message["type"] == "shutdown":
                     return 0
                 await self._handle(message)
+        except MessageError as err:
+            log.error("TaskManager %d: a malformed control message from the coordinator: %s", self.index, err)
+            return 1
         except (asyncio.IncompleteReadError, ConnectionError):
             return 1
         finally:
@@ -126,7 +144,9 @@ class TaskManager:
                     task.post(Stop(message["drain"]))
 
     async def _deploy(self, message: dict[str, Any]) -> None:
-        graph: JobGraph = cloudpickle.loads(message["graph"])
+        # The graph holds the user's functions, so it is a pickle; it comes from the coordinator, which
+        # proved it holds the job's secret before this connection carried anything.
+        graph: JobGraph = cloudpickle.loads(decode_blob(message["graph"]))
         attempt, job_id = message["attempt"], message["jobId"]
         mine = [tuple(t) for t in message["tasks"]]
         where = {tuple(map(int, k.split(":"))): tm for k, tm in message["placement"].items()}
@@ -152,7 +172,8 @@ class TaskManager:
                         outs.append(LocalOutputChannel(gates[(edge.target, target)][ch]))
                     else:
                         host, port = addresses[where[(edge.target, target)]]
-                        outs.append(RemoteOutputChannel(host, port, (attempt, edge.target, target, ch)))
+                        key = (attempt, edge.target, target, ch)
+                        outs.append(RemoteOutputChannel(host, port, key, self.wire))
                 writers.append(RecordWriter(edge.partitioning, outs, graph.max_parallelism))
             metrics = self.metrics[(v, s)] = Metrics()
             chain = OperatorChain(
@@ -195,26 +216,30 @@ class TaskManager:
         return shares
 
 
-def run_taskmanager(coordinator: str, index: int, bind_host: str = "127.0.0.1") -> int:
-    return asyncio.run(TaskManager(coordinator, index, bind_host).run())
+def run_taskmanager(launch: TaskManagerLaunch, index: int, bind_host: str = "127.0.0.1") -> int:
+    return asyncio.run(TaskManager(launch, index, bind_host).run())
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m sluice.engine.taskmanager")
-    parser.add_argument("--coordinator", required=True, help="HOST:PORT of the coordinator's control port")
+    parser = argparse.ArgumentParser(
+        prog="python -m sluice.engine.taskmanager",
+        description="A TaskManager process. Its launch settings (the coordinator's address and the job's "
+        "secret) are read as one JSON line from standard input, never from the command line.",
+    )
     parser.add_argument("--index", type=int, required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     args = parser.parse_args(argv)
+    launch = TaskManagerLaunch.from_json(sys.stdin.readline())
     profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
     if profile_dir:
         # Developer aid: one cProfile dump per TaskManager, for `python -m pstats`.
         import cProfile
 
         profiler = cProfile.Profile()
-        code = profiler.runcall(run_taskmanager, args.coordinator, args.index, args.bind_host)
+        code = profiler.runcall(run_taskmanager, launch, args.index, args.bind_host)
         profiler.dump_stats(os.path.join(profile_dir, f"taskmanager-{args.index}.pstats"))
         sys.exit(code)
-    sys.exit(run_taskmanager(args.coordinator, args.index, args.bind_host))
+    sys.exit(run_taskmanager(launch, args.index, args.bind_host))
 
 
 if __name__ == "__main__":

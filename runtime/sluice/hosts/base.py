@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from sluice.transport.secret import TaskManagerLaunch
+
 
 class HostSetupError(Exception):
     """The host cannot be set up with the given settings or environment; the message says how to fix it."""
@@ -15,8 +17,12 @@ class TaskManagerHost(Protocol):
     def control_bind_host(self) -> str:
         """The address the coordinator's control port listens on and TaskManagers connect to."""
 
-    async def start(self, count: int, coordinator_address: str, attempt: int) -> None:
-        """Starts `count` TaskManagers for `attempt`; each registers with the coordinator by itself."""
+    async def start(self, count: int, launch: TaskManagerLaunch, attempt: int) -> None:
+        """Starts `count` TaskManagers for `attempt`; each registers with the coordinator by itself.
+
+        `launch` holds the job's secret: a host hands it to TaskManagers only through a private path
+        (standard input, a task closure), never a command line or an environment others can read.
+        """
 
     async def wait_lost(self) -> str:
         """Returns (with a description) when a TaskManager of the current attempt ended unexpectedly."""

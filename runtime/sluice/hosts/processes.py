@@ -7,6 +7,8 @@ import contextlib
 import os
 import sys
 
+from sluice.transport.secret import TaskManagerLaunch
+
 
 class ProcessHost:
     name = "processes"
@@ -19,23 +21,30 @@ class ProcessHost:
     def control_bind_host(self) -> str:
         return self.bind_host
 
-    async def start(self, count: int, coordinator_address: str, attempt: int) -> None:
+    async def start(self, count: int, launch: TaskManagerLaunch, attempt: int) -> None:
         self._stopping = False
         env = dict(os.environ)
         env["SLUICE_ATTEMPT"] = str(attempt)
+        # The launch settings carry the job's secret: through a pipe, not argv (which `ps` shows to
+        # every user) nor the environment (which the TaskManager's own children would inherit).
+        settings = launch.to_json().encode() + b"\n"
         for index in range(count):
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
                 "sluice.engine.taskmanager",
-                "--coordinator",
-                coordinator_address,
                 "--index",
                 str(index),
                 "--bind-host",
                 self.bind_host,
                 env=env,
+                stdin=asyncio.subprocess.PIPE,
             )
+            assert proc.stdin is not None
+            proc.stdin.write(settings)
+            with contextlib.suppress(ConnectionError):
+                await proc.stdin.drain()
+            proc.stdin.close()
             self.processes.append(proc)
 
     @property

@@ -1,7 +1,7 @@
 """SparkHost against a real local Spark, with a stand-in coordinator that controls the TaskManagers.
 
-The stand-in speaks the control protocol's framing only: it accepts registrations, reads whatever
-the TaskManagers send, and tells them to shut down when a test says so. Each test thereby decides
+The stand-in speaks the control protocol's handshake and framing only: it accepts registrations, reads
+whatever the TaskManagers send, and tells them to shut down when a test says so. Each test thereby decides
 whether TaskManagers stay, fail or end, and checks what the host and Spark do about it.
 """
 
@@ -17,8 +17,12 @@ from typing import Any
 
 import pytest
 
-from sluice.engine.network import encode, read_frame
 from sluice.hosts.spark import SparkHost
+from sluice.transport.framing import frame, read_payload
+from sluice.transport.handshake import CONTROL
+from sluice.transport.messages import TO_COORDINATOR, decode_message, encode_message
+from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch
+from sluice.transport.wire import Wire
 from testkit import spark
 from testkit.spark import still_running
 
@@ -31,19 +35,21 @@ class StandInCoordinator:
         self.registrations: list[dict[str, Any]] = []
         self.writers: list[asyncio.StreamWriter] = []
         self._server: asyncio.Server | None = None
+        self.wire = Wire(JobSecret.generate())
         self.address = ""
 
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+    async def start(self) -> TaskManagerLaunch:
+        self._server = await self.wire.serve(self._serve, "127.0.0.1", CONTROL)
         self.address = f"127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self.address
+        return TaskManagerLaunch(self.address, self.wire.secret)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.writers.append(writer)
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-            self.registrations.append(await read_frame(reader))
+            payload = await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)
+            self.registrations.append(decode_message(payload, TO_COORDINATOR))
             while True:
-                await read_frame(reader)  # heartbeats
+                await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)  # heartbeats
 
     async def registered(self, count: int, timeout: float = 120) -> list[int]:
         deadline = time.monotonic() + timeout
@@ -54,7 +60,7 @@ class StandInCoordinator:
 
     async def shut_down_taskmanagers(self) -> None:
         for writer in self.writers:
-            writer.write(encode({"type": "shutdown"}))
+            writer.write(frame(encode_message({"type": "shutdown"}), DEFAULT_MAX_FRAME_BYTES))
             await writer.drain()
 
     async def close(self) -> None:
@@ -98,7 +104,7 @@ def test_taskmanagers_register_from_spark_python_workers_on_loopback(spark_conte
 
 def test_unreachable_coordinator_fails_the_stage_and_wait_lost_says_why(spark_context: Any) -> None:
     async def scenario(host: SparkHost) -> str:
-        await host.start(2, f"127.0.0.1:{_free_port()}", attempt=0)
+        await host.start(2, TaskManagerLaunch(f"127.0.0.1:{_free_port()}", JobSecret.generate()), attempt=0)
         try:
             return await asyncio.wait_for(host.wait_lost(), 120)
         finally:

@@ -24,6 +24,7 @@ from py4j.protocol import Py4JError
 
 from sluice.hosts.spark._failure import describe_failure
 from sluice.hosts.spark._task import run_barrier_task
+from sluice.transport.secret import TaskManagerLaunch
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +70,14 @@ class SparkHost:
     def job_group(self, attempt: int) -> str:
         return f"sluice-{self._id}-attempt-{attempt}"
 
-    async def start(self, count: int, coordinator_address: str, attempt: int) -> None:
+    async def start(self, count: int, launch: TaskManagerLaunch, attempt: int) -> None:
         if self._stage is not None:
             await self.stop()
         loop = asyncio.get_running_loop()
         stage = _Stage(self.job_group(attempt), count, loop.create_future())
         stage.thread = threading.Thread(
             target=self._run_stage,
-            args=(stage, coordinator_address, attempt, loop),
+            args=(stage, launch, attempt, loop),
             name=stage.group,
             daemon=True,
         )
@@ -84,7 +85,7 @@ class SparkHost:
         stage.thread.start()
 
     def _run_stage(
-        self, stage: _Stage, coordinator: str, attempt: int, loop: asyncio.AbstractEventLoop
+        self, stage: _Stage, launch: TaskManagerLaunch, attempt: int, loop: asyncio.AbstractEventLoop
     ) -> None:
         """The background thread: blocks in `collect()` for as long as the TaskManagers run."""
         failure: str | None = None
@@ -98,7 +99,10 @@ class SparkHost:
             if stage.stopping:
                 failure = "stopped before the stage was submitted"
             else:
-                body = functools.partial(run_barrier_task, coordinator, self.taskmanager_bind_host)
+                # The launch settings (and the job's secret in them) travel inside the task's closure,
+                # over Spark's own channel to its Python workers; on Kubernetes that channel is
+                # authenticated (spark.authenticate) and may be encrypted (spark.network.crypto).
+                body = functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host)
                 rdd = self.context.parallelize(range(stage.count), stage.count)
                 rdd.barrier().mapPartitions(body).collect()
         except Exception as err:

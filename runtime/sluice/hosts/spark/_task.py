@@ -22,14 +22,17 @@ def taskmanager_bind_host(default: str) -> str:
     return os.environ.get(POD_IP_ENV) or default
 
 
-def run_barrier_task(coordinator: str, default_bind_host: str, _partition: Iterable[int]) -> Iterator[int]:
+def run_barrier_task(launch_json: str, default_bind_host: str, _partition: Iterable[int]) -> Iterator[int]:
     """The body of one barrier task: TaskManager number `partitionId()` until the coordinator ends it."""
     from pyspark import BarrierTaskContext
 
     from sluice.engine.taskmanager import run_taskmanager
+    from sluice.transport.secret import TaskManagerLaunch
 
     index = BarrierTaskContext.get().partitionId()
-    code = run_taskmanager(coordinator, index, taskmanager_bind_host(default_bind_host))
+    launch = TaskManagerLaunch.from_json(launch_json)
+    coordinator = launch.coordinator
+    code = run_taskmanager(launch, index, taskmanager_bind_host(default_bind_host))
     if code != 0:
         # Failing the task fails the whole barrier stage at once: Spark kills the other TaskManagers
         # instead of leaving them waiting for a peer that is gone.

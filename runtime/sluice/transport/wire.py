@@ -1,0 +1,88 @@
+"""Authenticated connections: every server accepts, and every client opens, through the handshake.
+
+`Wire` bundles what both ends of a job's internal connections share: the job secret, the frame size
+limit and, with `--internal-tls`, the TLS contexts. Handlers given to `serve` see a connection only
+after the peer authenticated; peers that fail are logged and disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sluice.transport import handshake
+from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch, TlsMaterial
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Wire:
+    secret: JobSecret = field(repr=False)
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    server_tls: ssl.SSLContext | None = field(default=None, repr=False)
+    client_tls: ssl.SSLContext | None = field(default=None, repr=False)
+    handshake_timeout_s: float = handshake.HANDSHAKE_TIMEOUT_S
+
+    @classmethod
+    def build(cls, secret: JobSecret, max_frame_bytes: int, tls: TlsMaterial | None) -> Wire:
+        if tls is None:
+            return cls(secret, max_frame_bytes)
+        from sluice.transport.tls import client_context, server_context
+
+        return cls(secret, max_frame_bytes, server_context(tls), client_context(tls))
+
+    @classmethod
+    def from_launch(cls, launch: TaskManagerLaunch) -> Wire:
+        return cls.build(launch.secret, launch.max_frame_bytes, launch.tls)
+
+    async def serve(self, handler: Handler, host: str, purpose: bytes) -> asyncio.Server:
+        """Listens on `host` (a free port); `handler` runs for each peer that authenticated."""
+
+        async def authenticated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await handshake.accept(reader, writer, self.secret, purpose, self.handshake_timeout_s)
+            except (handshake.AuthenticationFailed, ConnectionError, ssl.SSLError) as err:
+                peer = writer.get_extra_info("peername")
+                log.warning("refused a %s connection from %s: %s", purpose.decode(), peer, err)
+                writer.close()
+                return
+            await handler(reader, writer)
+
+        return await asyncio.start_server(
+            authenticated,
+            host,
+            0,
+            ssl=self.server_tls,
+            ssl_handshake_timeout=self.handshake_timeout_s if self.server_tls else None,
+        )
+
+    async def open(
+        self, host: str, port: int, purpose: bytes
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to a job peer that proved it holds the secret (else `AuthenticationFailed`)."""
+        try:
+            reader, writer = await asyncio.open_connection(
+                host,
+                port,
+                ssl=self.client_tls,
+                ssl_handshake_timeout=self.handshake_timeout_s if self.client_tls else None,
+            )
+        except ssl.SSLError as err:
+            raise handshake.AuthenticationFailed(
+                f"TLS with {host}:{port} failed (is it serving this job's certificate?): {err}"
+            ) from None
+        try:
+            await handshake.connect(reader, writer, self.secret, purpose, self.handshake_timeout_s)
+        except BaseException:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            raise
+        return reader, writer
