@@ -17,16 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from sluice_operator.services.rest import Coordinator, session
+from sluice_operator.services.rest import Coordinator, CoordinatorError, session
 from sluice_operator.services.storage import Storage
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB_ID = "c0ffee0000000000000000000000beef"
+TOKEN = "operator-drawn-token"
 
 
 @pytest.fixture
 def running_job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
     log = tmp_path / "run.log"
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
     command = [
         sys.executable,
         "-c",
@@ -49,6 +52,11 @@ def running_job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Pa
         "0",
         "--job-id",
         JOB_ID,
+        # As the operator starts a coordinator: the token from a file, every call but health needs it.
+        "--rest-token-file",
+        str(token_file),
+        "--rest-auth",
+        "all",
     ]
     with log.open("w") as sink:
         process = subprocess.Popen(command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
@@ -86,7 +94,12 @@ def test_savepoint_then_suspend_then_read_storage(
 
     async def scenario() -> None:
         async with session() as http:
-            coordinator = Coordinator(http, "127.0.0.1", port)
+            coordinator = Coordinator(http, "127.0.0.1", port, token=TOKEN)
+            for stranger in (Coordinator(http, "127.0.0.1", port), Coordinator(http, "127.0.0.1", port, "x")):
+                with pytest.raises(CoordinatorError, match=r"HTTP 40[13]"):
+                    await stranger.job()
+                with pytest.raises(CoordinatorError, match=r"HTTP 40[13]"):
+                    await stranger.trigger_savepoint("terminate", f"file://{tmp / 'sp'}")
             deadline = time.monotonic() + 60
             while (await coordinator.job())["state"] != "RUNNING" and time.monotonic() < deadline:
                 await asyncio.sleep(0.2)
