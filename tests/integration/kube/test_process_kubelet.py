@@ -190,6 +190,35 @@ def test_configmap_volume_downward_api_and_secret_env(
     assert not os.path.exists(config_dir), "the mount point the kubelet created must go with the pod"
 
 
+def test_an_empty_dir_over_the_kubelets_own_directory_hides_no_other_volume(
+    kube_env: KubeEnv, kube_namespace: str, kubelet: ProcessKubelet
+) -> None:
+    # Pods with a read-only root file system mount an emptyDir at /tmp; the kubelet's state directory
+    # (where the sources of every volume are) may be under /tmp itself.
+    config_dir = f"/etc/kubelet-test-{uuid.uuid4().hex[:8]}"
+    kube_env.kubectl("create", "configmap", "settings", "--from-literal=a.txt=kept", namespace=kube_namespace)
+    shadowed = f"{kubelet.state_dir}/pods"
+    top = f"/{kubelet.state_dir.parts[1]}"  # /tmp under pytest's default temporary directory
+    pod = _pod(
+        "tmp-over-state",
+        f"cat {config_dir}/a.txt; echo; touch {top}/mine && echo writable; test -e {shadowed} || echo private",
+        volumes=[{"name": "tmp", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "settings"}}],
+        container={
+            "volumeMounts": [
+                {"name": "cfg", "mountPath": config_dir},
+                {"name": "tmp", "mountPath": top},
+            ]
+        },
+    )
+    _create(kube_env, kube_namespace, pod)
+
+    done = _wait_pod(kube_env, kube_namespace, "tmp-over-state", _phase("Succeeded", "Failed"))
+
+    log = kubelet.container_log(kube_namespace, "tmp-over-state", "main")
+    assert done["status"]["phase"] == "Succeeded", log
+    assert log.splitlines() == ["kept", "writable", "private"]
+
+
 def test_image_entrypoint_gets_args_with_variable_expansion(
     kube_env: KubeEnv, kube_namespace: str, kubelet: ProcessKubelet
 ) -> None:

@@ -61,8 +61,15 @@ def main(spec_path: str) -> None:
     _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWUTS), "unshare")
     # Make every mount private first, or the bind mounts below would propagate back to the host.
     _mount(None, "/", _MS_REC | _MS_PRIVATE)
-    for mount in sorted(spec["mounts"], key=lambda m: m["target"].count("/")):
-        _bind(mount["source"], mount["target"], mount["read_only"])
+    mounts = sorted(spec["mounts"], key=lambda m: m["target"].count("/"))
+    # Sources are opened before anything is mounted: a volume mounted at a directory that holds the
+    # kubelet's state (an emptyDir at /tmp, with the state under /tmp) would hide the sources of the
+    # volumes mounted after it. The bind then goes through /proc/self/fd, whatever is mounted since.
+    sources = [os.open(mount["source"], os.O_PATH | os.O_CLOEXEC) for mount in mounts]
+    for mount, source in zip(mounts, sources, strict=True):
+        _bind(f"/proc/self/fd/{source}", mount["target"], mount["read_only"])
+    for source in sources:
+        os.close(source)
     socket.sethostname(spec["hostname"])
 
     os.chdir(spec["cwd"])
