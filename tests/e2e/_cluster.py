@@ -7,6 +7,7 @@ a pod (this machine's PID, or `kubectl exec`), and where container logs come fro
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -24,6 +25,16 @@ from testkit.kubelet import ProcessKubelet
 
 T = TypeVar("T")
 REST_PORT = 8081
+# A GET of the coordinator's REST API from inside its pod, with the token mounted there.
+_IN_POD_GET = (
+    "/opt/sluice/.venv/bin/python",
+    "-c",
+    "import sys, urllib.request as u; "
+    "t = open('/var/run/sluice/rest/token').read().strip(); "
+    f"r = u.Request('http://127.0.0.1:{REST_PORT}' + sys.argv[1], "
+    "headers={'Authorization': 'Bearer ' + t}); "
+    "sys.stdout.write(u.urlopen(r, timeout=10).read().decode())",
+)
 JOB_LABEL = "sluice.dev/job"
 ROLE_LABEL = "sluice.dev/role"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "k8s"
@@ -165,15 +176,28 @@ class E2ECluster:
         return pod
 
     def coordinator(self, job: str, path: str) -> Any:
-        """GET `path` of the coordinator's REST API (docs/reference/rest-api.md)."""
+        """GET `path` of the coordinator's REST API (docs/reference/rest-api.md), with the job's token.
+
+        Every call but health needs the token the operator keeps in the job's Secret. On a real cluster
+        the call is made inside the coordinator's pod, on loopback: the API server's pod proxy would not
+        pass an Authorization header on, and the job's NetworkPolicy lets only the operator in.
+        """
         pod = self.coordinator_pod(job)
         if self.kubelet is not None:
-            url = f"http://{pod['status']['podIP']}:{REST_PORT}{path}"
-            with urllib.request.urlopen(url, timeout=10) as answer:
+            request = urllib.request.Request(
+                f"http://{pod['status']['podIP']}:{REST_PORT}{path}",
+                headers={"Authorization": f"Bearer {self.rest_token(job)}"},
+            )
+            with urllib.request.urlopen(request, timeout=10) as answer:
                 return json.loads(answer.read())
         name = pod["metadata"]["name"]
-        raw = f"/api/v1/namespaces/{self.namespace}/pods/{name}:{REST_PORT}/proxy{path}"
-        return json.loads(self.kube.kubectl("get", "--raw", raw).stdout)
+        return json.loads(self.kubectl("exec", name, "-c", "coordinator", "--", *_IN_POD_GET, path).stdout)
+
+    def rest_token(self, job: str) -> str:
+        secret = self.get("secret", f"{job}-auth")
+        if secret is None:
+            raise E2EFailure(f"job {job} has no Secret {job}-auth\n{self.diagnostics()}")
+        return base64.b64decode(secret["data"]["rest-token"]).decode()
 
     def taskmanager_pod_of(self, job: str, host: str) -> str:
         """The executor pod whose IP a TaskManager reports as its host."""

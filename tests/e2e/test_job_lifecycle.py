@@ -20,7 +20,16 @@ SAVEPOINT = EXAMPLES / "savepoint.yaml"
 JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
 USER_SAVEPOINT = yaml.safe_load(SAVEPOINT.read_text())["metadata"]["name"]
 # What the operator creates for a job (docs/operator.md), and what Spark creates (executor pods).
-OWNED_KINDS = ("pods", "services", "configmaps", "serviceaccounts", "roles", "rolebindings", "savepoints")
+OWNED_KINDS = (
+    "pods",
+    "services",
+    "configmaps",
+    "secrets",
+    "serviceaccounts",
+    "roles",
+    "rolebindings",
+    "savepoints",
+)
 
 
 def _owned(e2e: E2ECluster) -> dict[str, list[str]]:
