@@ -151,3 +151,11 @@ async def _bad_requests(request: web.Request, handler: Handler) -> web.StreamRes
         return await handler(request)
     except BadRequest as err:
         return _error(400, str(err))
+    except web.HTTPException as err:
+        # aiohttp's own answers (no such route, method not allowed) in the API's error format.
+        if err.status < 400:
+            raise
+        answer = _error(err.status, err.reason)
+        if "Allow" in err.headers:
+            answer.headers["Allow"] = err.headers["Allow"]
+        return answer
