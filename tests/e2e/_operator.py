@@ -89,6 +89,9 @@ def operator_env(storage: E2EStorage) -> dict[str, str]:
         "SLUICE_OPERATOR_STORAGE": storage.root,
         # Quick reactions: the tests wait on what the operator observes.
         "SLUICE_OPERATOR_RECONCILE_INTERVAL": "1s",
+        # As the chart configures it; the API server checks the policies even where nothing enforces them.
+        "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
+        "SLUICE_OPERATOR_POD_LABELS": "app.kubernetes.io/name=sluice-operator",
         **storage.env,
     }
     env.update({f"SLUICE_OPERATOR_JOB_ENV_{k}": v for k, v in storage.env.items()})
