@@ -201,7 +201,8 @@ def test_an_empty_dir_over_the_kubelets_own_directory_hides_no_other_volume(
     top = f"/{kubelet.state_dir.parts[1]}"  # /tmp under pytest's default temporary directory
     pod = _pod(
         "tmp-over-state",
-        f"cat {config_dir}/a.txt; echo; touch {top}/mine && echo writable; test -e {shadowed} || echo private",
+        f"cat {config_dir}/a.txt; echo; touch {top}/mine && echo writable; "
+        f"test -e {shadowed} || echo private",
         volumes=[{"name": "tmp", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "settings"}}],
         container={
             "volumeMounts": [
