@@ -16,6 +16,9 @@ import pytest
 
 from testkit.kube import KubeEnv, kube_env, kube_namespace, process_kubelet  # noqa: F401  (fixtures)
 
+# What the per-job NetworkPolicies let call the REST API (the chart gives its pods' labels).
+OPERATOR_LABELS = "app.kubernetes.io/name=sluice-operator"
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -50,6 +53,8 @@ def operator(kube_env: KubeEnv, kube_namespace: str, tmp_path: Path) -> Iterator
         "SLUICE_OPERATOR_STORAGE": f"file://{storage}",
         "SLUICE_OPERATOR_RECONCILE_INTERVAL": "1s",
         "SLUICE_OPERATOR_METRICS_PORT": str(port),
+        "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
+        "SLUICE_OPERATOR_POD_LABELS": OPERATOR_LABELS,
     }
     env.pop("KUBERNETES_SERVICE_HOST", None)
     with log.open("wb") as sink:
