@@ -195,8 +195,16 @@ def run_job(
     )
 
 
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Runs another `sluice` command (status, savepoint, stop, cancel) to its end."""
     return subprocess.run(  # the caller asserts on the return code
-        [*SLUICE, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout, check=False
+        [*SLUICE, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
