@@ -76,6 +76,15 @@ executor() {
   while IFS= read -r line; do
     opts+=("${line#*=}")
   done < <(env | grep -E '^SPARK_JAVA_OPT_[0-9]+=' | sort -t_ -k4 -n || true)
+  # An executor reads a mounted spark.authenticate.secret.file only if spark.master names Kubernetes,
+  # also while it fetches the driver's settings, when its configuration is nothing but these flags:
+  # Spark passes no spark.master to executors and refuses -Dspark.* in spark.executor.extraJavaOptions.
+  # The driver's settings replace this value once fetched.
+  if [[ -n "${KUBERNETES_SERVICE_HOST:-}" && -n "${KUBERNETES_SERVICE_PORT:-}" ]]; then
+    local api="$KUBERNETES_SERVICE_HOST"
+    [[ "$api" != *:* ]] || api="[$api]"
+    opts+=("-Dspark.master=k8s://https://$api:$KUBERNETES_SERVICE_PORT")
+  fi
   run "$java" "${opts[@]}" \
     "-Xms$SPARK_EXECUTOR_MEMORY" "-Xmx$SPARK_EXECUTOR_MEMORY" \
     -cp "$classpath" \

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "docker" / "entrypoint.sh"
 
@@ -26,7 +28,8 @@ EXECUTOR_ENV = {
 
 
 def _run(*args: str, dry: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "SLUICE_", "PYSPARK_"))}
+    prefixes = ("SPARK_", "SLUICE_", "PYSPARK_", "KUBERNETES_SERVICE_")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     base.update({"SLUICE_PYTHON": sys.executable, **env})
     if dry:
         base["SLUICE_ENTRYPOINT_DRY_RUN"] = "1"
@@ -76,6 +79,22 @@ def test_executor_mode_follows_sparks_executor_contract(tmp_path: Path) -> None:
         "--resourceProfileId": "0",
         "--podName": "counts-taskmanager-3",
     }
+
+
+@pytest.mark.parametrize(
+    ("host", "master"),
+    [("10.96.0.1", "k8s://https://10.96.0.1:443"), ("fd00::1", "k8s://https://[fd00::1]:443")],
+)
+def test_executors_in_a_pod_know_the_master_before_fetching_the_drivers_settings(
+    tmp_path: Path, host: str, master: str
+) -> None:
+    # Without it an executor cannot read its mounted Spark secret file, so it cannot authenticate.
+    env = {**EXECUTOR_ENV, "KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": "443"}
+    result = _run("executor", SPARK_HOME=str(tmp_path), JAVA_HOME="/jvm", **env)
+    assert result.returncode == 0, result.stderr
+    argv = result.stdout.splitlines()
+    assert argv[1:5] == ["-Dzero=0", "-Dtwo=2", "-Dten=10", f"-Dspark.master={master}"]
+    assert argv.index("org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend") > 4
 
 
 def test_executor_classpath_defaults_to_the_installed_pyspark() -> None:

@@ -235,7 +235,6 @@ def test_local_master_needs_a_slot_per_taskmanager(master: str, ok: bool) -> Non
 
 
 def test_spark_rpc_is_authenticated_on_kubernetes() -> None:
-    cluster = kubernetes_conf(pod(), taskmanagers=1)
     settings = spark_settings(
         1,
         "k8s://https://10.96.0.1:443",
@@ -244,24 +243,14 @@ def test_spark_rpc_is_authenticated_on_kubernetes() -> None:
             "spark.authenticate.secret.file": "/var/run/sluice/spark/secret",
             "spark.network.crypto.enabled": "true",
         },
-        cluster=cluster,
+        cluster=kubernetes_conf(pod(), taskmanagers=1),
     )
     assert settings["spark.authenticate"] == "true"
     assert settings["spark.network.crypto.enabled"] == "true"
-    # An executor reads a secret file only once it knows the master is Kubernetes, also before it has
-    # fetched the driver's settings: its JVM flags carry the master.
-    assert settings["spark.executor.extraJavaOptions"] == "-Dspark.master=k8s://https://10.96.0.1:443"
-
-
-def test_user_executor_java_options_are_added_to_sluices() -> None:
-    settings = spark_settings(
-        1,
-        "k8s://https://10.96.0.1:443",
-        "sluice orders",
-        {"spark.executor.extraJavaOptions": "-Dfoo=1"},
-        cluster=kubernetes_conf(pod(), taskmanagers=1),
-    )
-    assert settings["spark.executor.extraJavaOptions"] == "-Dspark.master=k8s://https://10.96.0.1:443 -Dfoo=1"
+    # Spark refuses -Dspark.* in executor JVM options: the master an executor needs to read a secret
+    # file comes from the image's entrypoint, not from here.
+    assert "-Dspark" not in settings.get("spark.executor.extraJavaOptions", "")
+    assert spark_settings(1, "k8s://https://10.96.0.1:443", "sluice orders")["spark.authenticate"] == "true"
 
 
 def test_turning_spark_authentication_off_on_kubernetes_is_refused() -> None:

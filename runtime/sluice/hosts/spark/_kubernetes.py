@@ -16,8 +16,9 @@ Spark's RPC is authenticated (`spark.authenticate`): only processes holding the 
 join it. Without secret files Spark draws the secret itself and hands it to executors as an env value
 in their pod spec; the operator mounts a secret file into every pod instead
 (`spark.authenticate.secret.file`). An executor reads that file only where `spark.master` says
-Kubernetes, and the first connection it makes (fetching the driver's settings) runs with nothing but
-its JVM flags, which do not carry the master: so the master goes into the executors' JVM flags.
+Kubernetes, and its first connection (fetching the driver's settings) runs with nothing but its JVM
+flags, which do not carry the master and may not (Spark refuses `-Dspark.*` in
+spark.executor.extraJavaOptions): the image's entrypoint adds it (docker/entrypoint.sh, `executor`).
 """
 
 from __future__ import annotations
@@ -91,9 +92,8 @@ def kubernetes_conf(
             "checkout run scripts/build-jvm.sh (needs a JDK 17+); an installed Sluice should have it, "
             "reinstall it from a wheel built after scripts/build-jvm.sh"
         )
-    master = api_server_master(pod.api_host, pod.api_port)
     conf = {
-        "spark.master": master,
+        "spark.master": api_server_master(pod.api_host, pod.api_port),
         "spark.submit.deployMode": "client",
         "spark.kubernetes.namespace": pod.namespace,
         # Executors connect back to the driver at the pod's IP. Since Spark 4.1 they are given the
@@ -115,7 +115,6 @@ def kubernetes_conf(
         "spark.task.cpus": "1",
         "spark.dynamicAllocation.enabled": "false",
         "spark.authenticate": "true",
-        "spark.executor.extraJavaOptions": f"-Dspark.master={master}",
     }
     if pod.image is not None:
         conf["spark.kubernetes.container.image"] = pod.image

@@ -71,7 +71,6 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # (the quick-start flags and log configuration, the pod naming step and its jar).
 LIST_SETTINGS: dict[str, str] = {
     "spark.driver.extraJavaOptions": " ",
-    "spark.executor.extraJavaOptions": " ",
     "spark.kubernetes.executor.pod.featureSteps": ",",
     "spark.driver.extraClassPath": os.pathsep,
 }
