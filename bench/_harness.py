@@ -42,7 +42,7 @@ def peak_rss_bytes(pid: int) -> int:
 
 
 class BenchJob:
-    def __init__(self, pipeline: Path, *options: str) -> None:
+    def __init__(self, pipeline: Path, *options: str, env: dict[str, str] | None = None) -> None:
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [
@@ -60,6 +60,7 @@ class BenchJob:
             stderr=subprocess.PIPE,
             text=True,
             cwd=REPO,
+            env={**os.environ, **(env or {})},
         )
         self.url: str | None = None
         self.token: str | None = None

@@ -73,6 +73,8 @@ def job_from_args(
         from_savepoint=args.from_savepoint,
         allow_non_restored_state=args.allow_non_restored_state,
         savepoint_dir=args.savepoint_dir,
+        internal_tls=args.internal_tls,
+        max_frame_bytes=args.max_frame_size,
     )
     return graph, config
 

@@ -14,6 +14,7 @@ import urllib.request
 from typing import Any
 
 from sluice._durations import parse_duration
+from sluice._sizes import parse_size
 from sluice._tokens import ENV_VAR, find_token, token_dir
 
 
@@ -27,6 +28,13 @@ def _key_value(text: str) -> tuple[str, str]:
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from err
 
@@ -100,6 +108,20 @@ def parser() -> argparse.ArgumentParser:
         metavar="URI",
         help="a directory REST savepoint requests may target, besides the job's savepoint and checkpoint "
         "directories; repeatable",
+    )
+    run.add_argument(
+        "--internal-tls",
+        action="store_true",
+        help="encrypt the coordinator's and TaskManagers' connections with TLS, under a certificate "
+        "authority made for the job (they are authenticated by the job's secret either way)",
+    )
+    run.add_argument(
+        "--max-frame-size",
+        type=_size,
+        default="64MiB",
+        metavar="SIZE",
+        help="the largest message on a control or data connection (e.g. 64MiB): a larger record batch "
+        "fails its sender, a larger announced frame closes the connection; default 64MiB",
     )
     run.add_argument(
         "--host",

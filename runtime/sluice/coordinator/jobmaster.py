@@ -37,6 +37,8 @@ from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
 from sluice.transport.messages import encode_blob
+from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES
+from sluice.transport.tls import generate_job_ca
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
@@ -53,6 +55,9 @@ class JobConfig:
     allow_non_restored_state: bool = False
     savepoint_dir: str | None = None
     registration_timeout_s: float = 120.0
+    internal_tls: bool = False
+    """TLS on control and data connections, with a certificate authority made for the job."""
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
 
 
 ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
@@ -90,7 +95,12 @@ class JobMaster(SavepointOperations):
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: tuple[str, str] | None = None
         self._end_requested = asyncio.Event()
-        self._control = ControlServer(self._on_message, self._on_lost)
+        self._control = ControlServer(
+            self._on_message,
+            self._on_lost,
+            max_frame_bytes=config.max_frame_bytes,
+            tls=generate_job_ca(config.job_id) if config.internal_tls else None,
+        )
         self._graph_blob = encode_blob(cloudpickle.dumps(graph))
         self._final_done = False
         self._next_checkpoint_id = 1

@@ -100,3 +100,30 @@ def test_the_job_secret_is_in_no_command_line_environment_or_rest_answer(tmp_pat
         assert job.wait(120) == 0, job.stderr
     finally:
         job.kill()
+
+
+def test_a_job_with_internal_tls_ends_exactly_once_and_speaks_no_plaintext(
+    runner: Runner, tmp_path: Path
+) -> None:
+    out, count, marker = tmp_path / "out", 120_000, tmp_path / "pwned"
+    job = runner.start(
+        GENERATED_COUNTS,
+        *generated_counts_options(out, tmp_path / "chk", count, f"tls-{runner.host}"),
+        "--internal-tls",
+    )
+    try:
+        job.wait_checkpoints(1)
+        ports = _job_ports(job)
+        with ThreadPoolExecutor(len(ports)) as pool:
+            answers = dict(zip(ports, pool.map(lambda p: attack(p, marker), ports), strict=True))
+        for port, by_attack in answers.items():
+            for name, answer in by_attack.items():
+                # A TLS endpoint answers a stranger's bytes with a TLS alert at most, never the
+                # handshake's plaintext challenge.
+                assert not answer.startswith(b"SLUICE"), (port, name, answer[:60])
+        code = job.wait(180)
+    finally:
+        job.kill()
+    assert code == 0, job.stderr
+    assert not marker.exists()
+    assert_same_output(read_output(f"file://{out}"), keyed_window_reference(count, 50, 1000, 10))

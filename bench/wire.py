@@ -1,0 +1,105 @@
+"""What authenticated (and encrypted) internal connections cost: W1 with and without them, one command.
+
+    .venv/bin/python bench/wire.py [--n 2000000] [--repeat 3] [--baseline REF]
+
+Runs W1 (examples/w1_window_counts.py, parallelism 2, process host, checkpoints every second) in three
+variants, interleaved `--repeat` times:
+
+- `without`: the runtime as it was before connections were authenticated (git REF, default the parent
+  of the commit that added `runtime/sluice/transport/`), from a temporary git worktree;
+- `authenticated`: this checkout (the handshake on every connection, JSON control messages);
+- `authenticated + TLS`: this checkout with `--internal-tls`.
+
+Each run is a fresh `sluice run` process; the rate is n over the coordinator's job time. The ratio is
+each variant's median events/s over `without`'s. The baseline differs from this checkout in everything
+committed since REF, not only in the transport; the table says which commit it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _harness import REPO, BenchJob, environment_note
+
+W1 = REPO / "examples" / "w1_window_counts.py"
+VARIANTS = ("without", "authenticated", "authenticated + TLS")
+
+
+def _default_baseline() -> str:
+    added = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "runtime/sluice/transport/handshake.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if not added:
+        raise SystemExit("no commit adds runtime/sluice/transport/handshake.py: give --baseline REF")
+    return f"{added[-1]}^"
+
+
+def _run(n: int, work: Path, variant: str, baseline: Path) -> dict[str, Any]:
+    run = work / f"{variant.replace(' ', '')}-{time.monotonic_ns()}"
+    out, chk = run / "out", run / "chk"
+    options = [
+        *("--arg", f"n={n}", "--arg", f"out={out}", "--parallelism", "2", "--host", "processes"),
+        *("--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w1"),
+    ]
+    env = None
+    if variant == "without":
+        env = {"PYTHONPATH": str(baseline / "runtime")}
+    elif variant == "authenticated + TLS":
+        options.append("--internal-tls")
+    job = BenchJob(W1, *options, env=env)
+    job.wait_ready()
+    started_ms = job.get("/v1/job")["startTime"]
+    job.wait(1200)
+    ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
+    return {"events_per_s": n / ((ended_ms - started_ms) / 1000), "cpu_s": sum(job.cpu.values())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", default=None, help="git ref of the runtime without authentication")
+    args = parser.parse_args()
+    ref = args.baseline or _default_baseline()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    work = Path(tempfile.mkdtemp(prefix="sluice-wire-"))
+    baseline = work / "baseline"
+    subprocess.run(["git", "worktree", "add", "--detach", str(baseline), commit], cwd=REPO, check=True)
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    print(f"# W1 with and without authenticated connections, n = {args.n:,} ({environment_note()})\n")
+    try:
+        for r in range(args.repeat):
+            for variant in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
+                runs[variant].append(_run(args.n, work, variant, baseline))
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=REPO, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+    base = statistics.median(r["events_per_s"] for r in runs["without"])
+    print("| variant | events/s (median) | vs without | TaskManager CPU s (median) |")
+    print("|---|---|---|---|")
+    for variant, samples in runs.items():
+        rate = statistics.median(r["events_per_s"] for r in samples)
+        cpu = statistics.median(r["cpu_s"] for r in samples)
+        print(f"| {variant} | {rate:,.0f} | {rate / base:.3f}x | {cpu:.2f} |")
+    print(f"\n`without` ran commit {commit}. Target: authentication costs < 3% of W1 events/s.")
+    print("\nEach run:")
+    for variant, samples in runs.items():
+        print(f"- {variant}: " + ", ".join(f"{r['events_per_s']:,.0f}/s" for r in samples))
+
+
+if __name__ == "__main__":
+    main()
