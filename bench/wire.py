@@ -78,7 +78,7 @@ def main() -> None:
     ).stdout.strip()
     work = Path(tempfile.mkdtemp(prefix="sluice-wire-"))
     baseline = work / "baseline"
-    subprocess.run(["git", "worktree", "add", "--detach", str(baseline), commit], cwd=REPO, check=True)
+    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(baseline), commit], cwd=REPO, check=True)
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     print(f"# W1 with and without authenticated connections, n = {args.n:,} ({environment_note()})\n")
     try:
