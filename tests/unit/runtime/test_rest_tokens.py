@@ -38,7 +38,7 @@ def test_without_xdg_state_home_tokens_go_under_local_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     assert _tokens.token_dir() == tmp_path / ".local" / "state" / "sluice" / "rest-tokens"
     monkeypatch.setenv("XDG_STATE_HOME", "relative/dir")  # invalid by the XDG spec: ignored
     assert _tokens.token_dir() == tmp_path / ".local" / "state" / "sluice" / "rest-tokens"
