@@ -75,6 +75,7 @@ def job_from_args(
         savepoint_dir=args.savepoint_dir,
         internal_tls=args.internal_tls,
         max_frame_bytes=args.max_frame_size,
+        heartbeat_timeout_s=args.heartbeat_timeout,
     )
     return graph, config
 

@@ -110,6 +110,12 @@ def parser() -> argparse.ArgumentParser:
         "directories; repeatable",
     )
     run.add_argument(
+        "--heartbeat-timeout",
+        type=_duration,
+        default=10.0,
+        help="a TaskManager silent this long (stopped, hung, cut off) fails the attempt; default 10s",
+    )
+    run.add_argument(
         "--internal-tls",
         action="store_true",
         help="encrypt the coordinator's and TaskManagers' connections with TLS, under a certificate "

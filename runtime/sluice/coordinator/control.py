@@ -3,6 +3,10 @@
 Every connection proves it holds the job's secret before its first frame is read (see
 `sluice.transport.handshake`); messages are JSON checked against `TO_COORDINATOR`. A TaskManager that
 sends something malformed is disconnected, which the job master sees as a lost TaskManager.
+
+TaskManagers report their metrics every half second, which doubles as their heartbeat. One that sends
+nothing for the heartbeat timeout (stopped, hung in a user function, cut off by a partition that TCP
+has not noticed yet) is disconnected the same way: a silent TaskManager must not hold a job forever.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +25,7 @@ from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskMana
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
+DEFAULT_HEARTBEAT_TIMEOUT_S = 10.0
 
 
 class TaskManagerLink:
@@ -29,6 +35,9 @@ class TaskManagerLink:
         self.index, self.host, self.data_port, self.pid = index, host, data_port, pid
         self.writer = writer
         self._max_frame = max_frame
+        self.last_seen = time.monotonic()
+        self.lost_reason: str | None = None
+        """Why the coordinator dropped this link, when it did (else the connection broke)."""
 
     def send(self, message: dict[str, Any]) -> None:
         if not self.writer.is_closing():
@@ -48,6 +57,7 @@ class ControlServer:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         tls: TlsMaterial | None = None,
+        heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S,
     ) -> None:
         self.on_message = on_message
         self.on_lost = on_lost
@@ -61,6 +71,8 @@ class ControlServer:
         self._secret = JobSecret.generate()
         self._max_frame = max_frame_bytes
         self._tls = tls
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self._watchdog: asyncio.Task[None] | None = None
         self.wire = Wire.build(self._secret, max_frame_bytes, tls)
 
     def launch(self) -> TaskManagerLaunch:
@@ -73,7 +85,23 @@ class ControlServer:
         self._server = await self.wire.serve(self._serve, host, CONTROL)
         port = self._server.sockets[0].getsockname()[1]
         self.address = f"{host}:{port}"
+        self._watchdog = asyncio.create_task(self._watch_heartbeats())
         return self.address
+
+    async def _watch_heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.heartbeat_timeout_s / 4))
+            now = time.monotonic()
+            for link in list(self.links.values()):
+                silent = now - link.last_seen
+                if silent > self.heartbeat_timeout_s and link.lost_reason is None:
+                    link.lost_reason = (
+                        f"TaskManager {link.index} (pid {link.pid}) sent nothing for {silent:.1f}s "
+                        f"(heartbeat timeout {self.heartbeat_timeout_s:g}s)"
+                    )
+                    log.warning("%s: treating it as lost", link.lost_reason)
+                    # Its reader sees the connection end and reports the link lost, as for a crash.
+                    link.writer.transport.abort()
 
     def expect(self, count: int, attempt: int) -> None:
         self.links = {}
@@ -98,9 +126,9 @@ class ControlServer:
             if len(self.links) >= self.expected:
                 self.registered.set()
             while True:
-                self.on_message(
-                    link, decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
-                )
+                payload = await read_payload(reader, self._max_frame)
+                link.last_seen = time.monotonic()
+                self.on_message(link, decode_message(payload, TO_COORDINATOR))
         except (MessageError, ConnectionError) as err:
             if not isinstance(err, ConnectionResetError | BrokenPipeError):
                 log.warning(
@@ -130,6 +158,8 @@ class ControlServer:
             link.writer.close()
 
     async def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         await self.close_links()
         if self._server is not None:
             self._server.close()

@@ -27,7 +27,7 @@ import cloudpickle
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
-from sluice.coordinator.control import ControlServer, TaskManagerLink
+from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import job_result, read_result, write_result
 from sluice.coordinator.savepoints import SavepointOperations, StopRequest
@@ -55,6 +55,8 @@ class JobConfig:
     allow_non_restored_state: bool = False
     savepoint_dir: str | None = None
     registration_timeout_s: float = 120.0
+    heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
+    """A TaskManager silent this long is lost: the attempt fails and the restart strategy decides."""
     internal_tls: bool = False
     """TLS on control and data connections, with a certificate authority made for the job."""
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
@@ -100,6 +102,7 @@ class JobMaster(SavepointOperations):
             self._on_lost,
             max_frame_bytes=config.max_frame_bytes,
             tls=generate_job_ca(config.job_id) if config.internal_tls else None,
+            heartbeat_timeout_s=config.heartbeat_timeout_s,
         )
         self._graph_blob = encode_blob(cloudpickle.dumps(graph))
         self._final_done = False
@@ -358,9 +361,8 @@ class JobMaster(SavepointOperations):
             and self.state in ("RUNNING", "CREATED", "RESTARTING")
             and not self._all("FINISHED")
         ):
-            self._events.put_nowait(
-                ("failed", f"lost the connection to TaskManager {link.index} (pid {link.pid})")
-            )
+            lost = link.lost_reason or f"lost the connection to TaskManager {link.index} (pid {link.pid})"
+            self._events.put_nowait(("failed", lost))
 
     # -- operations ---------------------------------------------------------------------------------
 

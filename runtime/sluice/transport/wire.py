@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class Wire:
                 log.warning("refused a %s connection from %s: %s", purpose.decode(), peer, err)
                 writer.close()
                 return
+            _keep_alive(writer)
             await handler(reader, writer)
 
         return await asyncio.start_server(
@@ -85,4 +87,18 @@ class Wire:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             raise
+        _keep_alive(writer)
         return reader, writer
+
+
+def _keep_alive(writer: asyncio.StreamWriter) -> None:
+    """TCP keepalive probes after 10 s of silence: a peer behind a partition is noticed in about 25 s
+    even on a connection that carries nothing (an idle data channel), instead of the kernel's 2 hours."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 10)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)

@@ -1,0 +1,42 @@
+"""A TaskManager that stops answering (SIGSTOP: alive, connected, silent) is detected and replaced.
+
+Its TCP connections stay open, so nothing but the coordinator's heartbeat timeout can notice it. The
+attempt must fail within the timeout, the job restart from its latest checkpoint, and the output still
+hold every row exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
+from testkit.jobs import SluiceJob
+from testkit.outputs import assert_same_output, keyed_window_reference, read_output
+
+
+def test_a_stopped_taskmanager_fails_the_attempt_after_the_heartbeat_timeout(tmp_path: Path) -> None:
+    out, count = tmp_path / "out", 64_000
+    job = SluiceJob(
+        GENERATED_COUNTS,
+        *generated_counts_options(out, tmp_path / "chk", count, "stopped-tm"),
+        *("--heartbeat-timeout", "2s", "--restart-delay", "100ms"),
+    )
+    stopped: int | None = None
+    try:
+        job.wait_checkpoints(1)
+        stopped = job.taskmanager_pids()[0]
+        os.kill(stopped, signal.SIGSTOP)
+        view = job.wait_until(lambda: (v := job.get("/v1/job"))["restarts"] >= 1 and v, 30, "a restart")
+        assert "sent nothing for" in view["error"] and "heartbeat timeout 2s" in view["error"], view
+        assert stopped not in job.taskmanager_pids()
+        code = job.wait(180)
+    finally:
+        if stopped is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped, signal.SIGKILL)
+        job.kill()
+    assert code == 0, job.stderr
+    assert_same_output(read_output(f"file://{out}"), keyed_window_reference(count, 50, 1000, 10))
