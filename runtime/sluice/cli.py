@@ -214,7 +214,7 @@ class _Coordinator:
         if token is None:
             # The health route is open in every auth mode; its job id names the token file of the user
             # who started the job (sluice._tokens), so that user needs no --token.
-            with contextlib.suppress(_ClientError, AttributeError, TypeError):
+            with contextlib.suppress(_ClientError, KeyError, TypeError):
                 coordinator._token = find_token(str(coordinator.request("GET", "/v1/health")["jobId"]))
         return coordinator
 
