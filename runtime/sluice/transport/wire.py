@@ -20,6 +20,9 @@ from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskMana
 
 log = logging.getLogger(__name__)
 
+MAX_PENDING_HANDSHAKES = 64
+"""Connections that may be in their handshake at once, per listening port."""
+
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
@@ -45,15 +48,28 @@ class Wire:
 
     async def serve(self, handler: Handler, host: str, purpose: bytes) -> asyncio.Server:
         """Listens on `host` (a free port); `handler` runs for each peer that authenticated."""
+        pending = 0
 
         async def authenticated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal pending
+            peer = writer.get_extra_info("peername")
+            if pending >= MAX_PENDING_HANDSHAKES:
+                # A flood of connections that never finish the handshake must not use up the file
+                # descriptors the job's own peers need; real peers finish theirs in milliseconds.
+                log.warning(
+                    "refused a %s connection from %s: too many handshakes pending", purpose.decode(), peer
+                )
+                writer.close()
+                return
+            pending += 1
             try:
                 await handshake.accept(reader, writer, self.secret, purpose, self.handshake_timeout_s)
             except (handshake.AuthenticationFailed, ConnectionError, ssl.SSLError) as err:
-                peer = writer.get_extra_info("peername")
                 log.warning("refused a %s connection from %s: %s", purpose.decode(), peer, err)
                 writer.close()
                 return
+            finally:
+                pending -= 1
             _keep_alive(writer)
             await handler(reader, writer)
 

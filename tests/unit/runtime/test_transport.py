@@ -285,3 +285,31 @@ def test_tls_carries_the_handshake_and_refuses_another_jobs_certificate() -> Non
             server.close()
 
     assert _run(scenario()) == b"over tls"
+
+
+def test_a_flood_of_silent_connections_is_capped_and_the_port_recovers() -> None:
+    from sluice.transport.wire import MAX_PENDING_HANDSHAKES
+
+    async def scenario() -> tuple[bytes, bytes]:
+        wire = Wire(JobSecret.generate(), handshake_timeout_s=0.5)
+        server = await wire.serve(_Echo(wire), "127.0.0.1", DATA)
+        port = server.sockets[0].getsockname()[1]
+        silent = [await asyncio.open_connection("127.0.0.1", port) for _ in range(MAX_PENDING_HANDSHAKES)]
+        for reader, _ in silent:
+            await reader.readexactly(40)  # each got its challenge: each is pending
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        refused = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        await asyncio.sleep(0.8)  # the silent ones time out
+        peer_reader, peer_writer = await wire.open("127.0.0.1", port, DATA)
+        peer_writer.write(frame(b"still serving", wire.max_frame_bytes))
+        answer = await read_payload(peer_reader, wire.max_frame_bytes)
+        for _, w in silent:
+            w.close()
+        peer_writer.close()
+        server.close()
+        return refused, answer
+
+    refused, answer = _run(scenario())
+    assert refused == b"", "over the cap a connection is closed without a challenge"
+    assert answer == b"still serving"
