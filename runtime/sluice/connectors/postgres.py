@@ -4,14 +4,26 @@ Rows of a transaction are inserted in an ordinary transaction that is prepared a
 (pre-commit: durable, invisible, surviving a crash of the writer) and committed with COMMIT PREPARED
 when the checkpoint completes. The server needs `max_prepared_transactions > 0`.
 
-A transaction's global id is `<prefix>-<attempt token>-<subtask>-<checkpoint id>-<n>`. After a restore
-from checkpoint c, prepared transactions with this prefix from other attempts and for checkpoints after c
-never became part of a completed checkpoint: they are rolled back, so they hold no locks and their rows
-never appear. The prefix must therefore be unique per job writing into the database.
+Two connections per subtask: one carries the transaction being written, the other (autocommit) looks
+up, commits and rolls back prepared transactions. They must not share one: between a checkpoint's
+snapshot and its completion the writing connection already holds the *next* checkpoint's rows, and any
+COMMIT on it would make them visible outside two-phase commit (a restore then writes them again).
+
+A transaction's global id is `<prefix>-<attempt token>-<subtask>-<checkpoint id>-<n>`; the default
+prefix names the job and the sink's operator uid, so two jobs (or two sinks of one job) writing into one
+database never roll back each other's transactions. After a restore from checkpoint c, prepared
+transactions with this prefix from other attempts and for checkpoints after c never became part of a
+completed checkpoint: they are rolled back, so they hold no locks and their rows never appear.
+
+Each transaction also inserts its id into a marker table (`sluice_transactions` unless told otherwise,
+created when missing). A committable that is no longer prepared is then known to be committed when its
+marker is visible; when it is not, the transaction was rolled back or lost and `commit` fails loudly
+instead of dropping the checkpoint's rows in silence.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +33,12 @@ from sluice.connectors.base import TransactionContext, TwoPhaseCommitSink
 
 _PREFIX = re.compile(r"^[A-Za-z0-9_.\-]{1,120}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+MARKER_TABLE = "sluice_transactions"
+
+
+class TransactionLost(RuntimeError):
+    """A committable of a completed checkpoint was neither prepared nor committed: its rows are gone."""
 
 
 @dataclass
@@ -30,39 +48,83 @@ class _Transaction:
     rows: int = 0
 
 
+def default_prefix(job_id: str, operator_uid: str) -> str:
+    """`sluice-<job id>-<operator uid>`, kept to the characters and length a prefix may have."""
+    return f"sluice-{_UNSAFE.sub('_', job_id)[:40]}-{_UNSAFE.sub('_', operator_uid)[:60]}"
+
+
 class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
     def __init__(
-        self, dsn: str, table: str, columns: Sequence[str], transaction_prefix: str | None = None
+        self,
+        dsn: str,
+        table: str,
+        columns: Sequence[str],
+        transaction_prefix: str | None = None,
+        marker_table: str = MARKER_TABLE,
     ) -> None:
         if not _IDENTIFIER.match(table):
             raise ValueError(
                 f"PostgresSink: {table!r} is not a plain table name (letters, digits, _; schema.table)"
             )
+        if not _IDENTIFIER.match(marker_table):
+            raise ValueError(f"PostgresSink: marker_table {marker_table!r} is not a plain table name")
         bad = [c for c in columns if not _IDENTIFIER.match(c)]
         if not columns or bad:
             raise ValueError(
                 f"PostgresSink: give the column names as plain identifiers (bad: {bad or 'none given'})"
             )
+        if transaction_prefix is not None and not _PREFIX.match(transaction_prefix):
+            raise ValueError(
+                f"PostgresSink: transaction_prefix {transaction_prefix!r} may use only letters, digits, "
+                "_ . and - (at most 120)"
+            )
         self.dsn = dsn
         self.table = table
         self.columns = list(columns)
-        self.prefix = transaction_prefix or f"sluice-{table}"
-        if not _PREFIX.match(self.prefix):
-            raise ValueError(
-                f"PostgresSink: transaction_prefix {self.prefix!r} may use only letters, digits, _ . and -"
-            )
+        self.marker_table = marker_table
+        self.transaction_prefix = transaction_prefix
         placeholders = ", ".join(["%s"] * len(self.columns))
         self._insert = f"INSERT INTO {table} ({', '.join(self.columns)}) VALUES ({placeholders})"
-        self._connection: Any = None
+        self._writer: Any = None
+        self._admin: Any = None
+        self._prefix = transaction_prefix or ""
         self._token = ""
         self._subtask = 0
 
-    def _connect(self) -> Any:
-        if self._connection is None or self._connection.closed:
+    @property
+    def prefix(self) -> str:
+        """The transaction id prefix (the default one is known once the sink knows its job and uid)."""
+        return self._prefix
+
+    def _bind(self, ctx: TransactionContext) -> None:
+        self._token, self._subtask = ctx.attempt_token, ctx.subtask_index
+        if not self._prefix:
+            self._prefix = default_prefix(ctx.job_id, ctx.operator_uid)
+
+    def _connect_writer(self) -> Any:
+        if self._writer is None or self._writer.closed:
             import psycopg
 
-            self._connection = psycopg.connect(self.dsn, autocommit=False)
-        return self._connection
+            self._writer = psycopg.connect(self.dsn, autocommit=False)
+        return self._writer
+
+    def _connect_admin(self) -> Any:
+        if self._admin is None or self._admin.closed:
+            import psycopg
+
+            self._admin = psycopg.connect(self.dsn, autocommit=True)
+            self._ensure_marker_table(self._admin)
+        return self._admin
+
+    def _ensure_marker_table(self, connection: Any) -> None:
+        import psycopg
+
+        # Another subtask may create it at the same moment: IF NOT EXISTS is not atomic.
+        with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.marker_table} "
+                "(gid text PRIMARY KEY, prepared_at timestamptz NOT NULL DEFAULT now())"
+            )
 
     def _row(self, value: Any) -> Sequence[Any]:
         if isinstance(value, dict):
@@ -75,8 +137,9 @@ class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
         )
 
     def begin(self, ctx: TransactionContext) -> _Transaction:
-        self._token, self._subtask = ctx.attempt_token, ctx.subtask_index
-        return _Transaction(self._connect(), ctx.next_name())
+        self._bind(ctx)
+        self._connect_admin()  # the marker table exists before the first transaction needs it
+        return _Transaction(self._connect_writer(), ctx.next_name())
 
     def write(self, txn: _Transaction, values: list[Any], timestamps: list[int] | None) -> None:
         with txn.connection.cursor() as cursor:
@@ -84,62 +147,72 @@ class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
         txn.rows += len(values)
 
     def pre_commit(self, txn: _Transaction, checkpoint_id: int) -> str:
-        gid = f"{self.prefix}-{self._token}-{self._subtask}-{checkpoint_id}-{txn.name.rsplit('-', 1)[-1]}"
+        gid = f"{self._prefix}-{self._token}-{self._subtask}-{checkpoint_id}-{txn.name.rsplit('-', 1)[-1]}"
+        txn.connection.execute(f"INSERT INTO {self.marker_table} (gid) VALUES (%s)", [gid])
         # PREPARE TRANSACTION takes no parameters; the id is built from validated parts only.
         txn.connection.execute(f"PREPARE TRANSACTION '{gid}'")
         return gid
 
     def commit(self, committable: str) -> None:
-        connection = self._connect()
-        if committable in self._prepared(connection):
-            connection.commit()
-            connection.autocommit = True
-            try:
-                connection.execute(f"COMMIT PREPARED '{committable}'")
-            finally:
-                connection.autocommit = False
-        # Not prepared any more: committed before (commit is called again after a restore).
+        connection = self._connect_admin()
+        if self._is_prepared(connection, committable):
+            connection.execute(f"COMMIT PREPARED '{committable}'")
+            return
+        # Not prepared any more: committed before (commit runs again after a restore) if its marker
+        # row is visible; otherwise it was rolled back or lost, and with it the rows of a checkpoint.
+        found = connection.execute(
+            f"SELECT 1 FROM {self.marker_table} WHERE gid = %s", [committable]
+        ).fetchone()
+        if found is None:
+            raise TransactionLost(
+                f"PostgresSink({self.table}): transaction {committable!r} of a completed checkpoint is "
+                "neither prepared nor committed (rolled back by someone else, or the database lost it); "
+                "its rows are missing"
+            )
 
     def abort(self, txn: _Transaction) -> None:
         txn.connection.rollback()
 
     def recover(self, ctx: TransactionContext, committed: list[str], restored_checkpoint: int) -> None:
-        connection = self._connect()
+        import psycopg
+
+        self._bind(ctx)
+        connection = self._connect_admin()
         keep = set(committed)
-        stale = []
         for gid in self._prepared(connection):
             parsed = self._parse(gid)
             if parsed is None or gid in keep:
                 continue
             token, checkpoint = parsed
             if token != ctx.attempt_token and checkpoint > restored_checkpoint:
-                stale.append(gid)
-        if stale:
-            connection.commit()
-            connection.autocommit = True
-            try:
-                for gid in stale:
-                    if gid in self._prepared(connection):
-                        connection.execute(f"ROLLBACK PREPARED '{gid}'")
-            finally:
-                connection.autocommit = False
+                # Every subtask recovers at the same time; another one may have rolled it back first.
+                with contextlib.suppress(psycopg.errors.UndefinedObject):
+                    connection.execute(f"ROLLBACK PREPARED '{gid}'")
+
+    @staticmethod
+    def _is_prepared(connection: Any, gid: str) -> bool:
+        row = connection.execute(
+            "SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()", [gid]
+        ).fetchone()
+        return row is not None
 
     def _prepared(self, connection: Any) -> set[str]:
         rows = connection.execute(
             "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE %s AND database = current_database()",
-            [self.prefix.replace("%", r"\%").replace("_", r"\_") + "-%"],
+            [self._prefix.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "-%"],
         ).fetchall()
-        connection.commit()
         return {row[0] for row in rows}
 
     def _parse(self, gid: str) -> tuple[str, int] | None:
-        rest = gid[len(self.prefix) + 1 :].split("-")
-        if len(rest) != 4 or not rest[2].isdigit():
+        if not gid.startswith(self._prefix + "-"):
             return None
+        rest = gid[len(self._prefix) + 1 :].split("-")
+        if len(rest) != 4 or not rest[1].isdigit() or not rest[2].isdigit() or not rest[3].isdigit():
+            return None  # the prefix of another sink that starts with ours
         return rest[0], int(rest[2])
 
     def __getstate__(self) -> dict[str, Any]:
         # A sink travels to TaskManagers inside the job graph: never with a live connection.
         state = dict(self.__dict__)
-        state["_connection"] = None
+        state["_writer"] = state["_admin"] = None
         return state
