@@ -157,8 +157,19 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--restart-strategy", choices=["fixed-delay", "exponential", "none"], default="fixed-delay"
     )
-    run.add_argument("--max-restarts", type=int, default=3)
-    run.add_argument("--restart-delay", type=_duration, default=1.0)
+    run.add_argument(
+        "--max-restarts", type=int, default=3, help="restarts in a row (without a stable period between)"
+    )
+    run.add_argument("--restart-delay", type=_duration, default=1.0, help="the (first) delay; default 1s")
+    run.add_argument(
+        "--restart-max-delay", type=_duration, default=60.0, help="exponential: the longest delay; default 1m"
+    )
+    run.add_argument(
+        "--restart-reset-after",
+        type=_duration,
+        default=3600.0,
+        help="a job that ran this long since its last failure counts restarts afresh; default 1h",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress lines")
 
     status = sub.add_parser("status", help="print a running job's state")

@@ -80,6 +80,7 @@ class JobMaster(SavepointOperations):
         self.state = "CREATED"
         self.attempt = 0
         self.restarts = 0
+        self._restart_backoff = config.restart.backoff()
         self.error: str | None = None
         self.start_ms = time.time_ns() // 1_000_000
         self.end_ms: int | None = None
@@ -142,7 +143,7 @@ class JobMaster(SavepointOperations):
                     self.state = outcome.upper()
                     break
                 self.error = reason
-                delay = self.config.restart.next_delay(self.restarts)
+                delay = self._restart_backoff.on_failure()
                 if delay is None or outcome == "fatal":
                     self.state = "FAILED"
                     break
