@@ -26,7 +26,7 @@ WORKDIR /opt/sluice
 # Locked dependencies first, so that code changes do not reinstall them.
 RUN pip install --no-cache-dir "uv>=0.5,<1"
 COPY pyproject.toml uv.lock README.md ./
-RUN uv sync --frozen --no-dev --no-install-project --extra operator --extra s3 --extra postgres --extra tls
+RUN uv sync --frozen --no-dev --no-install-project --extra operator --extra s3 --extra postgres --extra tls --extra kafka
 
 # The runtime's Spark-on-Kubernetes feature step (names TaskManager pods <job>-taskmanager-<n>), compiled
 # against the very Spark jars installed above; the JDK stays in this stage, the image keeps the JRE.
@@ -45,7 +45,7 @@ COPY operator ./operator
 COPY examples ./examples
 COPY crds ./crds
 COPY docker ./docker
-RUN uv sync --frozen --no-dev --no-editable --extra operator --extra s3 --extra postgres --extra tls \
+RUN uv sync --frozen --no-dev --no-editable --extra operator --extra s3 --extra postgres --extra tls --extra kafka \
  && chmod 0755 docker/entrypoint.sh
 
 ENV PATH=/opt/sluice/.venv/bin:$PATH \

@@ -12,6 +12,7 @@ scripts/setup.sh
 # Builds the Kubernetes test binaries once (minutes, cold) or finds them (instant, warm); the test
 # fixtures only look them up.
 scripts/k8s-binaries.sh >/dev/null
+scripts/kafka-jars.sh >/dev/null  # the Kafka 4 test broker's jars, from Maven Central once
 
 echo "== ruff" >&2
 .venv/bin/ruff check runtime operator tests bench examples
