@@ -1,4 +1,12 @@
-"""The coordinator side of checkpoints: triggering, collecting acknowledgements, finalizing."""
+"""The coordinator side of checkpoints: triggering, collecting acknowledgements, finalizing.
+
+A checkpoint directory has one owner at a time. Until every acknowledgement is in, failing the
+checkpoint discards it. From then on the finalizer owns it: a checkpoint whose `_metadata` reached
+storage is complete, even when the attempt ended while it was being written (the next attempt restores
+it); only a failed write makes the finalizer discard it. Retention discards only completed checkpoints
+nobody else is settling. `settle()` waits for all of that, so the next attempt picks its checkpoint
+from storage that no one is still writing or deleting.
+"""
 
 from __future__ import annotations
 
@@ -73,6 +81,8 @@ class PendingCheckpoint:
     waiting: Waiting
     acks: dict[SubtaskId, dict[str, Any]] = field(default_factory=dict)
     done: asyncio.Future[dict[str, Any]] | None = None
+    finalizing: bool = False
+    """Every acknowledgement is in and `_metadata` is being written: the finalizer owns the directory."""
 
     @property
     def is_savepoint(self) -> bool:
@@ -144,6 +154,8 @@ class CheckpointCoordinator:
         self.latest_savepoint: CheckpointRecord | None = None
         self.last_completion = 0.0
         self.counts = {"completed": 0, "failed": 0}
+        self._settling: set[asyncio.Future[Any]] = set()
+        self._discarding: set[int] = set()
 
     # -- triggering ---------------------------------------------------------------------------------
 
@@ -190,8 +202,9 @@ class CheckpointCoordinator:
         subtask = (message["vertex"], message["subtask"])
         pending.acks[subtask] = message
         pending.waiting.acknowledge(subtask)
-        if not pending.waiting:
-            asyncio.get_running_loop().create_task(self._finalize(pending))
+        if not pending.waiting and not pending.finalizing:
+            pending.finalizing = True
+            self._track(asyncio.get_running_loop().create_task(self._finalize(pending)))
 
     def on_decline(self, message: dict[str, Any]) -> None:
         pending = self.pending.get(message["checkpoint"])
@@ -216,14 +229,36 @@ class CheckpointCoordinator:
             self.fail(pending, reason, notify=False)
 
     def fail(self, pending: PendingCheckpoint, reason: str, notify: bool = True) -> None:
+        if pending.finalizing:
+            # Its _metadata is being written: the finalizer settles it (see the module docstring).
+            kind, cid = pending.kind, pending.checkpoint_id
+            log.info("%s %d: %s (it still completes if its metadata is written)", kind, cid, reason)
+            return
         if self.pending.pop(pending.checkpoint_id, None) is None:
             return
         self._record_failure(pending, reason)
         log.warning("%s %d failed: %s", pending.kind, pending.checkpoint_id, reason)
         if notify:
             self.send({"type": "abort", "checkpoint": pending.checkpoint_id}, None)
-        location = pending.location
-        asyncio.get_running_loop().run_in_executor(None, discard, location)
+        cid = pending.checkpoint_id
+        self._discarding.add(cid)
+        future = asyncio.get_running_loop().run_in_executor(None, discard, pending.location)
+        future.add_done_callback(lambda _: self._discarding.discard(cid))
+        self._track(future)
+
+    def _track(self, future: asyncio.Future[Any]) -> None:
+        self._settling.add(future)
+        future.add_done_callback(self._settled)
+
+    def _settled(self, future: asyncio.Future[Any]) -> None:
+        self._settling.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.error("settling a checkpoint failed", exc_info=future.exception())
+
+    async def settle(self) -> None:
+        """Waits until no checkpoint is being finalized or discarded."""
+        while self._settling:
+            await asyncio.wait(set(self._settling))
 
     def _record_failure(self, pending: PendingCheckpoint, reason: str) -> None:
         self.counts["failed"] += 1
@@ -306,10 +341,10 @@ class CheckpointCoordinator:
                 if isinstance(err, CheckpointDeclined)
                 else f"writing _metadata failed: {type(err).__name__}: {err}"
             )
+            pending.finalizing = False  # back to the failing path, which discards it
             self.fail(pending, reason)
             return
-        if self.pending.pop(pending.checkpoint_id, None) is None:
-            return  # failed meanwhile (timeout): its files are being discarded
+        self.pending.pop(pending.checkpoint_id, None)
         now_ms = time.time_ns() // 1_000_000
         fully = [op["uid"] for op in metadata["operators"] if op["fullyFinished"]]
         record = CheckpointRecord(
@@ -334,15 +369,17 @@ class CheckpointCoordinator:
         if pending.done is not None and not pending.done.done():
             pending.done.set_result({**metadata, "_location": pending.location})
         if not pending.is_savepoint:
-            await asyncio.to_thread(self._retain)
+            completed = [
+                r.checkpoint_id for r in self.history if r.status == "COMPLETED" and r.kind == "checkpoint"
+            ]
+            keep = set(completed[-max(1, self.config.retained) :])
+            # Failed ones being discarded and pending ones are someone else's to settle.
+            busy = set(self._discarding) | set(self.pending)
+            await asyncio.to_thread(self._retain, keep, busy)
 
-    def _retain(self) -> None:
-        completed = [
-            r.checkpoint_id for r in self.history if r.status == "COMPLETED" and r.kind == "checkpoint"
-        ]
-        keep = set(completed[-max(1, self.config.retained) :])
+    def _retain(self, keep: set[int], busy: set[int]) -> None:
         for cid in self.storage.completed_ids():
-            if cid not in keep and cid < max(keep, default=0):
+            if cid not in keep and cid not in busy and cid < max(keep, default=0):
                 discard(self.storage.checkpoint_location(cid))
 
     def as_json(self) -> dict[str, Any]:

@@ -2,11 +2,15 @@
 
 `_metadata` is written last and in one piece, so a directory without it is not a checkpoint and is
 never restored from: a crash half way through a checkpoint leaves only ignorable state files behind.
+For the same reason `discard` removes `_metadata` first: a discard cut short never leaves a `_metadata`
+whose state files are gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
 import uuid
 from typing import Any
@@ -15,6 +19,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
 
+log = logging.getLogger(__name__)
 METADATA = "_metadata"
 _CHK = re.compile(r"chk-(\d+)$")
 
@@ -29,7 +34,10 @@ class CheckpointStorage:
         return join(self.job_dir, f"chk-{checkpoint_id}")
 
     def savepoint_location(self, target_dir: str, checkpoint_id: int) -> str:
-        return join(normalize(target_dir), f"savepoint-{self.job_id[:6]}-{checkpoint_id}")
+        # The random part keeps two jobs whose ids share a prefix (or one job id reused by a new
+        # coordinator) from writing into, and on failure deleting, the same directory.
+        name = f"savepoint-{self.job_id[:6]}-{checkpoint_id}-{uuid.uuid4().hex[:8]}"
+        return join(normalize(target_dir), name)
 
     def probe_writable(self, location: str) -> None:
         """Fails with the storage's own error when `location` cannot be written."""
@@ -41,17 +49,30 @@ class CheckpointStorage:
         fs.rm(probe)
 
     def latest_completed(self) -> str | None:
-        """The newest checkpoint of this job that has its `_metadata`."""
-        fs, path = filesystem(self.job_dir)
-        try:
-            entries = fs.ls(path, detail=False)
-        except FileNotFoundError:
-            return None
-        ids = sorted((int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/")))), reverse=True)
-        for cid in ids:
+        """The newest checkpoint of this job that has its `_metadata` and every state file it names.
+
+        A damaged one (a state file missing or cut short, `_metadata` unreadable) is skipped with a
+        warning for the one before it, when one is retained.
+        """
+        skipped: list[str] = []
+        for cid in reversed(self.completed_ids()):
             location = self.checkpoint_location(cid)
-            if exists(join(location, METADATA)):
+            if not exists(join(location, METADATA)):
+                continue
+            problem = damage(location)
+            if problem is None:
+                if skipped:
+                    log.warning(
+                        "restoring %s instead of the newer %s: output that two-phase-commit sinks "
+                        "committed after it is written again",
+                        location,
+                        ", ".join(skipped),
+                    )
                 return location
+            log.warning("checkpoint %s cannot be restored: %s", location, problem)
+            skipped.append(location)
+        if skipped:
+            log.warning("no retained checkpoint of job %s can be restored", self.job_id)
         return None
 
     def completed_ids(self) -> list[int]:
@@ -113,7 +134,33 @@ def read_metadata(location: str) -> dict[str, Any]:
     return data
 
 
-def discard(location: str) -> None:
+def damage(location: str) -> str | None:
+    """What keeps a checkpoint or savepoint with a `_metadata` from being restored, or None."""
+    try:
+        metadata = read_metadata(location)
+    except (OSError, ValueError) as err:
+        return f"its {METADATA} cannot be read ({type(err).__name__}: {err})"
     fs, path = filesystem(location)
-    if fs.exists(path):
+    for operator in metadata.get("operators", []):
+        for handle in [*operator.get("subtasks", []), *operator.get("pendingCommits", [])]:
+            name = f"{path}/{handle['path']}"
+            try:
+                size = fs.size(name)
+            except FileNotFoundError:
+                return f"state file {handle['path']} of operator {operator['uid']!r} is missing"
+            if size != handle["size"]:
+                return (
+                    f"state file {handle['path']} of operator {operator['uid']!r} has {size} bytes, "
+                    f"{handle['size']} were written"
+                )
+    return None
+
+
+def discard(location: str) -> None:
+    """Deletes a checkpoint or savepoint directory, `_metadata` first."""
+    fs, path = filesystem(location)
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm(f"{path}/{METADATA}")
+    # Nothing may have been written there, or an object store has no directory left.
+    with contextlib.suppress(FileNotFoundError):
         fs.rm(path, recursive=True)

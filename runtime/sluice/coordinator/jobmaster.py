@@ -310,6 +310,12 @@ class JobMaster(SavepointOperations):
     async def _end_attempt(self, graceful: bool) -> None:
         if self.checkpoints is not None:
             self.checkpoints.abort_all("the job attempt ended")
+            # A checkpoint whose metadata is being written completes (and is then the one to restore);
+            # failed ones are being deleted. The next attempt picks from storage once both are done.
+            try:
+                await asyncio.wait_for(self.checkpoints.settle(), self.config.checkpoints.timeout_s)
+            except TimeoutError:
+                log.warning("checkpoint storage did not settle within %gs", self.config.checkpoints.timeout_s)
         await self._control.close_links()
         await self.host.stop(grace_s=5.0 if graceful else 0.0)
         request = self.stop_request

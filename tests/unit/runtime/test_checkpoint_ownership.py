@@ -1,0 +1,196 @@
+"""Who may write and delete a checkpoint directory, on real files: the attempt ending while a checkpoint's
+`_metadata` is being written, discards, retention, and restoring around a damaged checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.checkpoint import coordinator as coordinator_module
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
+from sluice.checkpoint.storage import (
+    CheckpointStorage,
+    damage,
+    discard,
+    read_metadata,
+    write_bytes,
+    write_metadata,
+)
+from sluice.graph.jobgraph import JobGraph
+
+from ._graphs import graph
+
+STATE = b"0123456789"
+
+
+def source_only() -> JobGraph:
+    return graph([(["src"], 2)], [])
+
+
+def ack(checkpoint: int, subtask: int) -> dict[str, Any]:
+    return {
+        "type": "ack",
+        "checkpoint": checkpoint,
+        "vertex": 0,
+        "subtask": subtask,
+        "operators": [
+            {
+                "uid": "src",
+                "finished": False,
+                "union": False,
+                "pendingCommits": False,
+                "operatorState": True,
+                "keyGroups": None,
+                "path": f"src-{subtask}.state",
+                "size": len(STATE),
+            }
+        ],
+    }
+
+
+def coordinator(tmp_path: Path, sent: list[dict[str, Any]]) -> CheckpointCoordinator:
+    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+    return CheckpointCoordinator(
+        source_only(), storage, CheckpointConfig(interval_s=None), lambda m, _: sent.append(m), dict
+    )
+
+
+def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
+    """Both subtasks write their state file, as TaskManagers do, and acknowledge."""
+    location = coord.storage.checkpoint_location(checkpoint)
+    for subtask in (0, 1):
+        write_bytes(location, f"src-{subtask}.state", STATE)
+        coord.on_ack(ack(checkpoint, subtask))
+
+
+def test_attempt_ending_while_metadata_is_written_leaves_a_complete_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The write is held until the attempt has ended and any discard it started has run: the order in
+    # which a loaded machine may run the two threads.
+    writing, release, discarded = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_write(location: str, metadata: dict[str, Any]) -> None:
+        writing.set()
+        release.wait(10)
+        write_metadata(location, metadata)
+
+    def recorded_discard(location: str) -> None:
+        discard(location)
+        discarded.set()
+
+    monkeypatch.setattr(coordinator_module, "write_metadata", slow_write)
+    monkeypatch.setattr(coordinator_module, "discard", recorded_discard)
+    sent: list[dict[str, Any]] = []
+
+    async def scenario() -> CheckpointCoordinator:
+        coord = coordinator(tmp_path, sent)
+        coord.trigger()
+        acknowledge_all(coord, 1)
+        await asyncio.to_thread(writing.wait, 10)
+        coord.abort_all("the job attempt ended")
+        await asyncio.to_thread(discarded.wait, 0.5)
+        release.set()
+        await coord.settle()
+        return coord
+
+    coord = asyncio.run(scenario())
+    restored = coord.storage.latest_completed()
+    assert restored == coord.storage.checkpoint_location(1)
+    assert damage(restored) is None
+    assert coord.latest is not None and coord.latest.checkpoint_id == 1
+    assert {"type": "complete", "checkpoint": 1} in sent
+
+
+def test_a_checkpoint_failing_before_all_acks_is_discarded_and_settled(tmp_path: Path) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def scenario() -> CheckpointCoordinator:
+        coord = coordinator(tmp_path, sent)
+        coord.trigger()
+        write_bytes(coord.storage.checkpoint_location(1), "src-0.state", STATE)
+        coord.on_ack(ack(1, 0))
+        coord.abort_all("the job attempt ended")
+        await coord.settle()
+        return coord
+
+    coord = asyncio.run(scenario())
+    assert not (tmp_path / "chk" / "job" / "chk-1").exists()
+    assert coord.latest is None and coord.counts["failed"] == 1
+
+
+def test_discard_removes_metadata_before_the_state_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = f"file://{tmp_path / 'chk-1'}"
+    write_bytes(location, "src-0.state", STATE)
+    write_metadata(location, {"checkpointId": 1, "operators": []})
+
+    def interrupted(path: str, *args: Any, **kwargs: Any) -> None:
+        # The process dies while deleting the directory tree (state files and all, in any order).
+        raise OSError("interrupted")
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted)
+    with pytest.raises(OSError, match="interrupted"):
+        discard(location)
+    assert not (tmp_path / "chk-1" / "_metadata").exists()
+
+
+def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_missing_or_short(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def two_checkpoints() -> CheckpointCoordinator:
+        coord = coordinator(tmp_path, sent)
+        coord.config.retained = 2
+        for checkpoint in (1, 2):
+            coord.trigger()
+            acknowledge_all(coord, checkpoint)
+            await coord.settle()
+        return coord
+
+    coord = asyncio.run(two_checkpoints())
+    storage = coord.storage
+    newest = tmp_path / "chk" / "job" / "chk-2"
+    assert storage.latest_completed() == storage.checkpoint_location(2)
+
+    (newest / "src-1.state").write_bytes(STATE[:4])
+    with caplog.at_level(logging.WARNING):
+        assert storage.latest_completed() == storage.checkpoint_location(1)
+    assert "src-1.state of operator 'src' has 4 bytes, 10 were written" in caplog.text
+    assert f"restoring {storage.checkpoint_location(1)} instead of the newer" in caplog.text
+
+    (newest / "src-1.state").unlink()
+    assert storage.latest_completed() == storage.checkpoint_location(1)
+    assert "src-1.state of operator 'src' is missing" in caplog.text
+    assert read_metadata(storage.checkpoint_location(1))["checkpointId"] == 1
+
+
+def test_retention_keeps_the_newest_checkpoints_only(tmp_path: Path) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def three_checkpoints() -> CheckpointCoordinator:
+        coord = coordinator(tmp_path, sent)
+        for checkpoint in (1, 2, 3):
+            coord.trigger()
+            acknowledge_all(coord, checkpoint)
+            await coord.settle()
+        return coord
+
+    coord = asyncio.run(three_checkpoints())
+    assert coord.storage.completed_ids() == [3]
+
+
+def test_savepoints_of_jobs_whose_ids_share_a_prefix_get_their_own_directories(tmp_path: Path) -> None:
+    first = CheckpointStorage(str(tmp_path), "abcdef0000")
+    second = CheckpointStorage(str(tmp_path), "abcdef1111")
+    target = f"file://{tmp_path / 'sp'}"
+    assert first.savepoint_location(target, 3) != second.savepoint_location(target, 3)
+    assert first.savepoint_location(target, 3) != first.savepoint_location(target, 3)
