@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Any
+
+from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs
 
@@ -45,6 +48,21 @@ def job_result(
 
 def write_result(job_dir: str, result: dict[str, Any]) -> None:
     fs, path = filesystem(result_uri(job_dir))
-    make_dirs(fs, path.rsplit("/", 1)[0])
+    directory = path.rsplit("/", 1)[0]
+    make_dirs(fs, directory)
+    payload = json.dumps(result, indent=1).encode()
+    if isinstance(fs, LocalFileSystem):
+        # A coordinator killed half way through must not leave a truncated result: a restarted one
+        # would fail to read it, or worse, run the ended job again. Write aside, then rename.
+        tmp = f"{directory}/.job-result.json.{uuid.uuid4().hex}"
+        try:
+            with fs.open(tmp, "wb") as handle:
+                handle.write(payload)
+            fs.mv(tmp, path)
+        finally:
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        return
+    # Object stores publish an object only once its upload completes.
     with fs.open(path, "wb") as handle:
-        handle.write(json.dumps(result, indent=1).encode())
+        handle.write(payload)
