@@ -3,9 +3,10 @@
 A checkpoint directory has one owner at a time. Until every acknowledgement is in, failing the
 checkpoint discards it. From then on the finalizer owns it: a checkpoint whose `_metadata` reached
 storage is complete, even when the attempt ended while it was being written (the next attempt restores
-it); only a failed write makes the finalizer discard it. Retention discards only completed checkpoints
-nobody else is settling. `settle()` waits for all of that, so the next attempt picks its checkpoint
-from storage that no one is still writing or deleting.
+it and commits its transactions; the ending attempt's tasks are not told). A failed write, or a
+savepoint whose attempt ended (nothing restores a savepoint), makes the finalizer discard it.
+Retention discards only completed checkpoints nobody else is settling. `settle()` waits for all of
+that, so the next attempt picks its checkpoint from storage that no one is still writing or deleting.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class PendingCheckpoint:
     done: asyncio.Future[dict[str, Any]] | None = None
     finalizing: bool = False
     """Every acknowledgement is in and `_metadata` is being written: the finalizer owns the directory."""
+    attempt_ended: str | None = None
+    """Why the attempt ended while `_metadata` was being written."""
 
     @property
     def is_savepoint(self) -> bool:
@@ -226,14 +229,14 @@ class CheckpointCoordinator:
 
     def abort_all(self, reason: str) -> None:
         for pending in list(self.pending.values()):
-            self.fail(pending, reason, notify=False)
+            if pending.finalizing:
+                pending.attempt_ended = reason
+            else:
+                self.fail(pending, reason, notify=False)
 
     def fail(self, pending: PendingCheckpoint, reason: str, notify: bool = True) -> None:
         if pending.finalizing:
-            # Its _metadata is being written: the finalizer settles it (see the module docstring).
-            kind, cid = pending.kind, pending.checkpoint_id
-            log.info("%s %d: %s (it still completes if its metadata is written)", kind, cid, reason)
-            return
+            return  # every acknowledgement is in: its finalizer settles it (see the module docstring)
         if self.pending.pop(pending.checkpoint_id, None) is None:
             return
         self._record_failure(pending, reason)
@@ -342,7 +345,11 @@ class CheckpointCoordinator:
                 else f"writing _metadata failed: {type(err).__name__}: {err}"
             )
             pending.finalizing = False  # back to the failing path, which discards it
-            self.fail(pending, reason)
+            self.fail(pending, reason, notify=pending.attempt_ended is None)
+            return
+        if pending.attempt_ended is not None and pending.is_savepoint:
+            pending.finalizing = False
+            self.fail(pending, pending.attempt_ended, notify=False)
             return
         self.pending.pop(pending.checkpoint_id, None)
         now_ms = time.time_ns() // 1_000_000
@@ -364,7 +371,7 @@ class CheckpointCoordinator:
             self.latest_savepoint = record
         else:
             self.latest = record
-        if pending.commits:
+        if pending.commits and pending.attempt_ended is None:
             self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
         if pending.done is not None and not pending.done.done():
             pending.done.set_result({**metadata, "_location": pending.location})

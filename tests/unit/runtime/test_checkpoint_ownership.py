@@ -69,11 +69,11 @@ def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
         coord.on_ack(ack(checkpoint, subtask))
 
 
-def test_attempt_ending_while_metadata_is_written_leaves_a_complete_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The write is held until the attempt has ended and any discard it started has run: the order in
-    # which a loaded machine may run the two threads.
+def attempt_ends_while_metadata_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> tuple[CheckpointCoordinator, list[dict[str, Any]], str]:
+    """The write is held until the attempt has ended and any discard it started has run: the order in
+    which a loaded machine may run the two threads."""
     writing, release, discarded = threading.Event(), threading.Event(), threading.Event()
 
     def slow_write(location: str, metadata: dict[str, Any]) -> None:
@@ -89,23 +89,43 @@ def test_attempt_ending_while_metadata_is_written_leaves_a_complete_checkpoint(
     monkeypatch.setattr(coordinator_module, "discard", recorded_discard)
     sent: list[dict[str, Any]] = []
 
-    async def scenario() -> CheckpointCoordinator:
+    async def scenario() -> tuple[CheckpointCoordinator, str]:
         coord = coordinator(tmp_path, sent)
-        coord.trigger()
-        acknowledge_all(coord, 1)
+        pending = coord.trigger(kind, f"file://{tmp_path / 'sp'}" if kind == "savepoint" else None)
+        for subtask in (0, 1):
+            write_bytes(pending.location, f"src-{subtask}.state", STATE)
+            coord.on_ack(ack(1, subtask))
         await asyncio.to_thread(writing.wait, 10)
         coord.abort_all("the job attempt ended")
         await asyncio.to_thread(discarded.wait, 0.5)
         release.set()
         await coord.settle()
-        return coord
+        return coord, pending.location
 
-    coord = asyncio.run(scenario())
+    coord, location = asyncio.run(scenario())
+    return coord, sent, location
+
+
+def test_attempt_ending_while_metadata_is_written_leaves_a_complete_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coord, sent, location = attempt_ends_while_metadata_is_written(tmp_path, monkeypatch, "checkpoint")
     restored = coord.storage.latest_completed()
-    assert restored == coord.storage.checkpoint_location(1)
+    assert restored == location
     assert damage(restored) is None
     assert coord.latest is not None and coord.latest.checkpoint_id == 1
-    assert {"type": "complete", "checkpoint": 1} in sent
+    # The ending attempt's tasks are not told; the next attempt restores it and commits for them.
+    assert {"type": "complete", "checkpoint": 1} not in sent
+
+
+def test_a_savepoint_whose_attempt_ended_while_it_was_written_is_discarded_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coord, sent, location = attempt_ends_while_metadata_is_written(tmp_path, monkeypatch, "savepoint")
+    assert not Path(location.removeprefix("file://")).exists()
+    assert list((tmp_path / "sp").iterdir()) == []
+    assert coord.latest_savepoint is None and coord.counts["failed"] == 1
+    assert not [m for m in sent if m["type"] == "complete"]
 
 
 def test_a_checkpoint_failing_before_all_acks_is_discarded_and_settled(tmp_path: Path) -> None:
