@@ -119,6 +119,10 @@ class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
     def _ensure_marker_table(self, connection: Any) -> None:
         import psycopg
 
+        # Looked up first: CREATE ... IF NOT EXISTS needs the CREATE privilege even when the table
+        # exists, and a database admin may have created it for a sink that may not create tables.
+        if connection.execute("SELECT to_regclass(%s)", [self.marker_table]).fetchone()[0] is not None:
+            return
         # Another subtask may create it at the same moment: IF NOT EXISTS is not atomic.
         with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
             connection.execute(

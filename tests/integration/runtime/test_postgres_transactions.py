@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import signal
 import time
+import uuid
 from multiprocessing.queues import Queue
 from typing import Any
 
@@ -159,3 +160,30 @@ def test_a_commit_repeated_after_a_restore_is_a_no_op(postgres_db: str) -> None:
     again = _sink_operator(postgres_db, "a1", RestoredState(lists=dict(snapshot.lists), checkpoint_id=1))
     again.close()
     assert _rows(postgres_db) == collections.Counter(WINDOW_0)
+
+
+def test_a_role_that_may_not_create_tables_writes_once_the_marker_table_exists(postgres_db: str) -> None:
+    _table(postgres_db)
+    role = f"writer_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(
+            "CREATE TABLE sluice_transactions "
+            "(gid text PRIMARY KEY, prepared_at timestamptz NOT NULL DEFAULT now())"
+        )
+        conn.execute(f"GRANT SELECT, INSERT ON counts, sluice_transactions TO {role}")
+    try:
+        op = _sink_operator(postgres_db.replace("postgres@", f"{role}@", 1), "a0")
+        op.process_batch(list(WINDOW_0), None)
+        op.snapshot_state(1)
+        op.notify_checkpoint_complete(1)
+        op.close()
+        assert _rows(postgres_db) == collections.Counter(WINDOW_0)
+    finally:
+        with psycopg.connect(postgres_db, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+        with psycopg.connect(postgres_db, autocommit=True) as conn:
+            # The sink's connections may outlive the operator until they are collected.
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role])
+            conn.execute(f"DROP ROLE {role}")
