@@ -26,7 +26,6 @@ from _chaos_sinks import Sink, make_sink
 from testkit.checkpoints import GENERATED_COUNTS, PIPELINES
 from testkit.jobs import SluiceJob
 
-HEARTBEAT = "2s"
 MAX_COORDINATORS = 8  # coordinator kills, reruns and resumes of one run, all together
 ORPHAN_GRACE_S = 15.0  # how long TaskManagers get to notice their coordinator is gone and exit
 
@@ -85,7 +84,12 @@ class ChaosRun:
             *("--arg", f"count={sc.count}", "--arg", f"rate={sc.rate}", "--arg", f"keys={sc.keys}"),
             *("--parallelism", "2", "--host", sc.host),
             *("--checkpoint-dir", self.sink.checkpoint_dir, "--savepoint-dir", self.sink.savepoint_dir),
-            *("--checkpoint-interval", f"{sc.interval_ms}ms", "--heartbeat-timeout", HEARTBEAT),
+            *(
+                "--checkpoint-interval",
+                f"{sc.interval_ms}ms",
+                "--heartbeat-timeout",
+                f"{sc.heartbeat_s:.0f}s",
+            ),
             *("--restart-strategy", "fixed-delay", "--max-restarts", "40", "--restart-delay", "200ms"),
         ]
 

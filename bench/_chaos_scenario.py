@@ -57,6 +57,7 @@ class Scenario:
     rate: int
     keys: int
     interval_ms: int
+    heartbeat_s: float
     faults: tuple[Fault, ...] = field(default=())
 
     @property
@@ -72,7 +73,7 @@ class Scenario:
         faults = ", ".join(f.describe() for f in self.faults)
         return (
             f"host={self.host} sink={self.sink} count={self.count} rate={self.rate}/s keys={self.keys} "
-            f"checkpoint-interval={self.interval_ms}ms faults=[{faults}]"
+            f"checkpoint-interval={self.interval_ms}ms heartbeat={self.heartbeat_s:.0f}s faults=[{faults}]"
         )
 
 
@@ -108,6 +109,10 @@ def scenario(
     count = int(rate * rng.uniform(3.0, 8.0)) // 1000 * 1000
     keys = rng.choice([10, 50])
     interval_ms = rng.choice([200, 300, 500, 1000])
+    # 2 s lets a SIGSTOP be noticed soon. A TaskManager that talks to S3 (s3fs, on a loaded 2-core
+    # machine) or runs in a Spark worker goes silent for over 2 s now and then without any fault, and
+    # every attempt would fail: those get 5 s.
+    heartbeat = 2.0 if host == "processes" and sink != "s3" else 5.0
     kinds = fault_kinds(sink, host, with_s3_proxy)
     faults = []
     for _ in range(rng.randint(1, 3)):
@@ -119,7 +124,7 @@ def scenario(
         hold = 0.0
         mode = ""
         if kind == TM_STOP:
-            hold = rng.uniform(2.5, 5.0)  # longer than the 2 s heartbeat timeout
+            hold = heartbeat + rng.uniform(0.5, 3.0)  # longer than the heartbeat timeout
         elif kind == S3_FAULT:
             mode = rng.choice(S3_MODES)
             hold = rng.uniform(0.5, 4.0)
@@ -127,4 +132,4 @@ def scenario(
             mode = rng.choice(("pass", *S3_MODES))  # the savepoint meets S3 in that state
             hold = rng.uniform(0.5, 3.0) if mode != "pass" else 0.0
         faults.append(Fault(kind, moment, round(delay, 2), victim, round(hold, 2), mode))
-    return Scenario(run, seed, host, sink, count, rate, keys, interval_ms, tuple(faults))
+    return Scenario(run, seed, host, sink, count, rate, keys, interval_ms, heartbeat, tuple(faults))
