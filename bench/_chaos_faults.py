@@ -61,6 +61,13 @@ def _wait_moment(run: ChaosRun, fault: Fault, deadline: float) -> bool:
             return False
     if not _sleep(run, fault.delay_s, deadline):
         return False
+    if fault.moment == "end":
+        while time.monotonic() < deadline and _running(run):
+            if _quiet(lambda: run.job.get("/v1/job")["subtasks"]["finished"], 0) > 0:
+                run.log("a subtask finished: the job is ending")
+                return True
+            time.sleep(0.02)
+        return False
     if fault.moment != "after-checkpoint":
         return True
     base = _completed(run)
@@ -101,6 +108,7 @@ def strike(run: ChaosRun, fault: Fault, deadline: float) -> bool:
     if fault.kind in (TM_KILL, TM_STOP):
         pid = _victim(run, fault)
         if pid is None:
+            run.log(f"not struck (no TaskManager listed): {fault.describe()}")
             return False
         if fault.kind == TM_KILL:
             run.log(f"SIGKILL TaskManager pid {pid}")

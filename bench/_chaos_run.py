@@ -200,7 +200,7 @@ class ChaosRun:
         self.result.prepared = self.sink.prepared()
         self.result.files = self.sink.stray_files()
         if not self.result.ok:
-            self.result.stderr_tail = "".join(self.job.stderr_lines[-25:]) if self.jobs else ""
+            self.result.stderr_tail = "".join(_tail(n, job) for n, job in enumerate(self.jobs, 1))
 
     def _save_logs(self) -> None:
         directory = self.workdir / "logs"
@@ -210,6 +210,12 @@ class ChaosRun:
             path.write_text(" ".join(job.command) + "\n\n" + job.stderr)
             self.result.logs.append(path)
         (directory / "events.log").write_text("\n".join(self.result.events) + "\n")
+
+
+def _tail(number: int, job: SluiceJob, lines: int = 15) -> str:
+    # A TaskManager cut off mid-send floods stderr with asyncio's "socket.send() raised exception."
+    kept = [line for line in job.stderr_lines if not line.startswith("socket.send() raised")]
+    return f"--- coordinator {number} ({job.ended() or 'running'}):\n" + "".join(kept[-lines:])
 
 
 def _cmdline(pid: int) -> str:

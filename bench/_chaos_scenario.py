@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 # Faults and when they strike. "delay": a random moment after the job (or the previous fault) got
 # going; "after-checkpoint": as soon as the completed-checkpoint count rises, that is right after every
-# TaskManager acknowledged it, while the sinks commit (notify_checkpoint_complete).
+# TaskManager acknowledged it, while the sinks commit (notify_checkpoint_complete); "end": once the
+# first subtask has finished, that is during the final checkpoint and the job-result write.
 TM_KILL = "tm-sigkill"
 TM_STOP = "tm-sigstop"
 COORDINATOR_KILL = "coordinator-sigkill"
@@ -20,7 +21,7 @@ POSTGRES_RESTART = "postgres-restart"
 S3_FAULT = "s3-fault"
 SAVEPOINT = "savepoint"
 STOP_RESUME = "stop-resume"
-MOMENTS = ("delay", "after-checkpoint")
+MOMENTS = {"delay": 0.45, "after-checkpoint": 0.4, "end": 0.15}
 S3_MODES = ("refuse", "slow", "error")
 
 HOSTS = {"processes": 0.85, "spark": 0.15}  # a Spark run starts its own JVM: slow, so rarer
@@ -117,7 +118,7 @@ def scenario(
     faults = []
     for _ in range(rng.randint(1, 3)):
         kind = _weighted(rng, kinds)
-        moment = rng.choice(MOMENTS)
+        moment = _weighted(rng, MOMENTS)
         # Faults come one after another: spread them over the run, not all at its start.
         delay = rng.uniform(0.0, count / rate / 2)
         victim = rng.randrange(64)

@@ -91,7 +91,7 @@ def report(result: RunResult, verbose: bool = False) -> str:
     details += [f"  event {e}" for e in result.events]
     details.append(f"  logs: {', '.join(str(p) for p in result.logs)}")
     if result.stderr_tail:
-        details.append("  stderr tail of the last coordinator:")
+        details.append("  stderr tails:")
         details += [f"    {line}" for line in result.stderr_tail.rstrip().splitlines()]
     return "\n".join(details)
 
@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     hosts, sinks = _weights(args.host, HOSTS), _weights(args.sink, SINKS)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sluice-chaos-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    # The jobs store their REST tokens here, not in the user's state directory.
+    # The jobs store their REST tokens here, not in the user's state directory (restored at the end:
+    # the CI sample calls `main` inside a pytest session).
+    saved = {name: os.environ.get(name) for name in ("XDG_STATE_HOME", "SLUICE_REST_TOKEN")}
     os.environ["XDG_STATE_HOME"] = str(workdir / "xdg-state")
     os.environ.pop("SLUICE_REST_TOKEN", None)
     numbers = args.only or list(range(1, args.runs + 1))
@@ -122,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         if proxy is not None:
             proxy.close()
         services.close()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     faults = sum(r.faults for r in results)
     lost = sum(sum(r.lost.values()) for r in results)
     dup = sum(sum(r.duplicated.values()) for r in results)
