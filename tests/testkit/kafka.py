@@ -186,7 +186,11 @@ class KafkaBroker:
         partition: int | None = None,
         timestamps: Iterable[int] | None = None,
     ) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap_servers, "linger.ms": 5})
+        # Idempotence keeps the order of the values in a partition even when a batch is retried (right
+        # after a topic is created its leader may not be known yet), so tests may expect offsets.
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap_servers, "linger.ms": 5, "enable.idempotence": True}
+        )
         stamps = iter(timestamps) if timestamps is not None else None
         for value in values:
             kwargs: dict[str, Any] = {}

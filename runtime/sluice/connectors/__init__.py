@@ -10,6 +10,7 @@ from sluice.connectors.base import (
 )
 from sluice.connectors.files import FileSink, FileSource
 from sluice.connectors.generator import GeneratorSource
+from sluice.connectors.kafka import KafkaRecord, KafkaSink, KafkaSource
 from sluice.connectors.postgres import PostgresSink
 from sluice.connectors.print_sink import PrintSink
 from sluice.connectors.sequence import SequenceSource
@@ -18,6 +19,9 @@ __all__ = [
     "FileSink",
     "FileSource",
     "GeneratorSource",
+    "KafkaRecord",
+    "KafkaSink",
+    "KafkaSource",
     "PostgresSink",
     "PrintSink",
     "SequenceSource",

@@ -1,0 +1,254 @@
+"""KafkaSink: exactly-once through Kafka transactions, or at-least-once by flushing at checkpoints.
+
+Exactly-once, per subtask: records go into a transaction of a producer taken from the subtask's pool of
+transactional ids; at the checkpoint's snapshot the producer is flushed (pre-commit) and the
+transaction's committable is stored in the checkpoint; when the checkpoint completes, that same producer
+commits it. A committable carries a copy of the transaction's records and the tag on its first record.
+
+Restore. librdkafka cannot resume another producer's transaction (Flink's KafkaCommitter can, by
+setting the producer id and epoch through Java internals), so a pre-committed transaction that this
+process no longer holds a producer for is settled thus:
+  1. a producer with the committable's transactional id calls `init_transactions`, which fences the old
+     producer: the broker finishes a commit that was already under way, or aborts the open transaction;
+  2. a read_committed consumer looks from the tagged record's offset up to the last stable offset for a
+     record with that tag: one is there iff the transaction, or an earlier re-sent copy, committed;
+  3. if none is, the records are produced again, tag first, into one transaction of the subtask's
+     re-send id, which is committed at once (the checkpoint that holds them is complete).
+Then every id of the subtask's pool is fenced, which aborts the transactions the crashed attempt left
+open, so they do not hold back read_committed consumers until `transaction.timeout.ms`.
+
+Guarantee: every record reaches the topic's committed records exactly once, in the order the sink
+received it per partition. Limits: a re-sent transaction's records get new offsets (and the aborted
+original's offsets stay skipped); the tag header is visible to consumers; state holds a copy of the
+records of every checkpoint that has not committed yet; after a rescale to fewer subtasks, the open
+transactions of the subtasks that are gone are aborted by the broker after `transaction.timeout.ms`
+(nothing fences their ids), and until then read_committed consumers of their partitions wait.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from sluice.connectors.base import TransactionContext, TwoPhaseCommitSink
+from sluice.connectors.kafka._at_least_once import KafkaAtLeastOnceSink, KafkaSinkBase, Record
+from sluice.connectors.kafka._common import (
+    DEFAULT_TRANSACTION_TIMEOUT_MS,
+    TRANSACTIONAL_ID_POOL,
+    TXN_HEADER,
+    default_transactional_id_prefix,
+    free_slot,
+    transactional_id,
+)
+from sluice.connectors.kafka._settle import already_committed, fenced_producer
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
+
+_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class KafkaCommittable:
+    transactional_id: str
+    pool_prefix: str
+    """The writing subtask's pool: its transactional ids are `{pool_prefix}-{slot}`."""
+    tag: str
+    probe_partition: int
+    probe_offset: int
+    records: tuple[Record, ...]
+
+
+@dataclass
+class _Txn:
+    transactional_id: str
+    pool_prefix: str
+    slot: int
+    producer: Producer
+    tag: str
+    records: list[Record] = field(default_factory=list)
+    probe: tuple[int, int] | None = None
+
+
+class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommittable]):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        value_format: str,
+        key: Callable[[Any], Any] | None,
+        transactional_id_prefix: str | None,
+        properties: dict[str, str] | None,
+    ) -> None:
+        super().__init__(bootstrap_servers, topic, value_format, key, properties)
+        self.prefix = transactional_id_prefix
+        # Producers of this process by transactional id: idle ones are reused by the next transaction,
+        # busy ones (open or pre-committed) are found again by their committable's tag on commit.
+        self._idle: dict[str, Producer] = {}
+        self._busy: dict[str, _Txn] = {}
+        self._fenced_pools: set[str] = set()
+
+    def _prefix(self, ctx: TransactionContext) -> str:
+        return self.prefix or default_transactional_id_prefix(ctx.job_id, ctx.operator_uid)
+
+    def _producer(self, txn_id: str) -> Producer:
+        producer = self._idle.pop(txn_id, None)
+        return producer or fenced_producer(self._producer_config(), txn_id, _TIMEOUT_S)
+
+    def _producer_config(self) -> dict[str, Any]:
+        config = self._config()
+        config.setdefault("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)
+        return config
+
+    def begin(self, ctx: TransactionContext) -> _Txn:
+        pool = transactional_id(self._prefix(ctx), ctx.subtask_index, 0).rsplit("-", 1)[0]
+        slot = free_slot({t.slot for t in self._busy.values() if t.pool_prefix == pool})
+        txn_id = transactional_id(self._prefix(ctx), ctx.subtask_index, slot)
+        producer = self._producer(txn_id)
+        producer.begin_transaction()
+        tag = f"{ctx.attempt_token or uuid.uuid4().hex}-{ctx.subtask_index}-{ctx.next_name()}"
+        txn = _Txn(txn_id, pool, slot, producer, tag)
+        self._busy[tag] = txn
+        return txn
+
+    def write(self, txn: _Txn, values: list[Any], timestamps: list[int] | None) -> None:
+        records = self._encoded(values, timestamps)
+        first = not txn.records
+        txn.records.extend(records)
+        if first and records:
+            self._produce_first(txn.producer, records[0], txn.tag, None, txn)
+            records = records[1:]
+        self._produce_all(txn.producer, records)
+
+    def _produce_first(
+        self, producer: Producer, record: Record, tag: str, partition: int | None, txn: _Txn | None
+    ) -> list[tuple[int, int]]:
+        delivered: list[tuple[int, int]] = []
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                delivered.append((msg.partition(), msg.offset()))
+                if txn is not None:
+                    txn.probe = delivered[0]
+
+        key, value, stamp = record
+        extra: dict[str, Any] = {"partition": partition} if partition is not None else {}
+        producer.produce(
+            self.topic, value, key, timestamp=stamp or 0, headers=[(TXN_HEADER, tag.encode())],
+            on_delivery=on_delivery, **extra,
+        )  # fmt: skip
+        return delivered
+
+    def pre_commit(self, txn: _Txn, checkpoint_id: int) -> KafkaCommittable:
+        left = txn.producer.flush(_TIMEOUT_S)
+        if left:
+            raise RuntimeError(
+                f"KafkaSink: {left} records not delivered to {self.topic} within {_TIMEOUT_S}s"
+            )
+        if txn.records and txn.probe is None:
+            raise RuntimeError(f"KafkaSink: the first record of transaction {txn.tag} was not delivered")
+        partition, offset = txn.probe or (-1, -1)
+        return KafkaCommittable(
+            txn.transactional_id, txn.pool_prefix, txn.tag, partition, offset, tuple(txn.records)
+        )
+
+    def commit(self, committable: KafkaCommittable) -> None:
+        from confluent_kafka import KafkaException
+
+        txn = self._busy.pop(committable.tag, None)
+        if txn is not None:
+            try:
+                txn.producer.commit_transaction(_TIMEOUT_S)
+                self._idle[txn.transactional_id] = txn.producer
+                return
+            except KafkaException:
+                # Fenced, or aborted by the broker after transaction.timeout.ms: settle it from the copy.
+                pass
+        self._settle(committable)
+
+    def _settle(self, committable: KafkaCommittable) -> None:
+        if not committable.records:
+            return
+        # The whole pool of the writing subtask first: its transactions the crash left open would hold
+        # back the last stable offset that `already_committed` waits for (and that another subtask's
+        # settling may wait for: fencing before waiting is what keeps them from waiting on each other).
+        self._fence_pool(committable.pool_prefix)
+        if already_committed(self._config(), self.topic, committable, _TIMEOUT_S):
+            return
+        # A re-send id per committable: two subtasks re-sending at once (after a rescale) never share one,
+        # and a re-send cut short by a crash is fenced by the next attempt's re-send of the same committable.
+        resend_id = f"{committable.pool_prefix}-resend-{committable.tag}"
+        producer = fenced_producer(self._producer_config(), resend_id, _TIMEOUT_S)
+        producer.begin_transaction()
+        first, *rest = committable.records
+        self._produce_first(producer, first, committable.tag, committable.probe_partition, None)
+        self._produce_all(producer, rest)
+        producer.commit_transaction(_TIMEOUT_S)
+
+    def _fence_pool(self, pool_prefix: str) -> None:
+        self._fenced_pools.add(pool_prefix)
+        for slot in range(TRANSACTIONAL_ID_POOL):
+            txn_id = f"{pool_prefix}-{slot}"
+            # Producers an earlier attempt of this process kept are fenced too: drop them.
+            self._idle.pop(txn_id, None)
+            for tag in [t for t, txn in self._busy.items() if txn.transactional_id == txn_id]:
+                del self._busy[tag]
+            producer = fenced_producer(self._producer_config(), txn_id, _TIMEOUT_S)
+            if slot == 0:
+                # The next transaction takes slot 0; the other fenced producers are let go.
+                self._idle[txn_id] = producer
+
+    def _produce_all(self, producer: Producer, records: list[Record]) -> None:
+        produce, poll, topic = producer.produce, producer.poll, self.topic
+        for key, value, stamp in records:
+            while True:
+                try:
+                    produce(topic, value, key, timestamp=stamp or 0)
+                    break
+                except BufferError:
+                    # The local queue is full: hand records to the broker, then try again.
+                    poll(0.1)
+        poll(0)
+
+    def abort(self, txn: _Txn) -> None:
+        self._busy.pop(txn.tag, None)
+        try:
+            txn.producer.abort_transaction(_TIMEOUT_S)
+            self._idle[txn.transactional_id] = txn.producer
+        except Exception:
+            # The next attempt fences this id anyway; a failing task must not fail again here.
+            pass
+
+    def recover(
+        self, ctx: TransactionContext, committed: list[KafkaCommittable], restored_checkpoint: int
+    ) -> None:
+        # Aborts what an earlier attempt of this subtask left open; a no-op on a fresh job's new ids.
+        pool = transactional_id(self._prefix(ctx), ctx.subtask_index, 0).rsplit("-", 1)[0]
+        if pool in self._fenced_pools:
+            self._fenced_pools.discard(pool)  # settling a restored committable of this subtask did it
+        else:
+            self._fence_pool(pool)
+        self._fenced_pools.discard(pool)
+
+
+def KafkaSink(  # noqa: N802 - a constructor to the user; which class it builds depends on `delivery`
+    bootstrap_servers: str,
+    topic: str,
+    *,
+    value_format: Literal["bytes", "str", "json"] = "bytes",
+    key: Callable[[Any], Any] | None = None,
+    delivery: Literal["exactly-once", "at-least-once"] = "exactly-once",
+    transactional_id_prefix: str | None = None,
+    properties: dict[str, str] | None = None,
+) -> KafkaTransactionalSink | KafkaAtLeastOnceSink:
+    """A sink writing each record as one Kafka record of `topic` (key from `key(record)`, if given;
+    the record's event timestamp, if it has one). See docs/connectors/kafka.md."""
+    if delivery == "exactly-once":
+        return KafkaTransactionalSink(
+            bootstrap_servers, topic, value_format, key, transactional_id_prefix, properties
+        )
+    if delivery == "at-least-once":
+        return KafkaAtLeastOnceSink(bootstrap_servers, topic, value_format, key, properties)
+    raise ValueError(f"KafkaSink: delivery must be 'exactly-once' or 'at-least-once', got {delivery!r}")

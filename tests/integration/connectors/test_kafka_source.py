@@ -1,0 +1,146 @@
+"""KafkaSource against a real Kafka 4 broker, run by `sluice run` with TaskManagers as local processes.
+
+Output goes through FileSink (exactly once), so "no loss, no duplicates" is checked end to end: every
+produced record shows up as exactly one [partition, offset, value] line.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from testkit.jobs import SluiceJob, run_cli, run_job
+from testkit.kafka import KafkaBroker, unique_topic
+from testkit.outputs import read_output
+
+pytestmark = pytest.mark.kafka
+PIPELINES = Path(__file__).parent / "pipelines"
+
+
+def _fill(broker: KafkaBroker, partitions: int, per_partition: int) -> tuple[str, collections.Counter[str]]:
+    """A topic with `per_partition` records in each partition, and the lines FileSink should hold."""
+    topic = broker.create_topic(unique_topic("src"), partitions)
+    expected: collections.Counter[str] = collections.Counter()
+    for p in range(partitions):
+        values = [f"p{p}-{i}" for i in range(per_partition)]
+        broker.produce(topic, values, partition=p)
+        expected.update(json.dumps([p, i, v]) for i, v in enumerate(values))
+    return topic, expected
+
+
+def _options(broker: KafkaBroker, topic: str, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "--arg", f"bootstrap={broker.bootstrap_servers}", "--arg", f"topic={topic}",
+        "--arg", f"out={tmp_path / 'out'}", "--checkpoint-dir", f"file://{tmp_path / 'chk'}",
+        "--savepoint-dir-allow", f"file://{tmp_path / 'sp'}", *extra,
+    ]  # fmt: skip
+
+
+def stop_with_savepoint(job: SluiceJob, savepoints: Path, *flags: str) -> str:
+    """Stops the job through the CLI and returns the savepoint the job reports it finished with (not the
+    one the CLI prints: that also needs the REST answer, which is not what these tests are about)."""
+    stop = run_cli("stop", "--address", job.rest_url(), *flags, "--savepoint-dir", f"file://{savepoints}")
+    try:
+        assert job.wait(60) == 0, job.stderr
+    except AssertionError as e:
+        raise AssertionError(f"sluice stop: {stop.stdout}{stop.stderr}") from e
+    found = re.findall(r"FINISHED; savepoint (\S+)", job.stderr)
+    assert found, f"the job reported no savepoint:\n{job.stderr}"
+    return str(found[-1])
+
+
+def test_bounded_read_equals_what_was_produced(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    topic, expected = _fill(kafka_broker, partitions=3, per_partition=700)
+    # Records produced after the job started are not part of a bounded read.
+    done = run_job(
+        PIPELINES / "kafka_to_files.py",
+        *_options(kafka_broker, topic, tmp_path, "--parallelism", "2", "--checkpoint-interval", "1h"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert read_output(str(tmp_path / "out")) == expected
+
+
+def test_offsets_come_back_from_the_checkpoint_after_a_taskmanager_is_killed(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic, expected = _fill(kafka_broker, partitions=2, per_partition=6000)
+    job = SluiceJob(
+        PIPELINES / "kafka_to_files.py",
+        *_options(kafka_broker, topic, tmp_path, "--parallelism", "2", "--checkpoint-interval", "300ms",
+                  "--restart-delay", "100ms", "--arg", "rate=2000"),
+    )  # fmt: skip
+    try:
+        job.wait_checkpoints(2)
+        os.kill(job.taskmanager_pids()[1], signal.SIGKILL)
+        job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
+        assert job.wait(180) == 0, job.stderr
+    finally:
+        job.kill()
+    got = read_output(str(tmp_path / "out"))
+    assert got == expected, f"missing {len(expected - got)}, duplicated {sum((got - expected).values())}"
+
+
+def test_restore_at_another_parallelism_deals_the_partitions_anew(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic, expected = _fill(kafka_broker, partitions=3, per_partition=3000)
+    sp = tmp_path / "sp"
+    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms")
+    job = SluiceJob(PIPELINES / "kafka_to_files.py", *options, "--parallelism", "3", "--arg", "rate=1500")
+    try:
+        job.wait_checkpoints(2)
+        savepoint = stop_with_savepoint(job, sp)
+    finally:
+        job.kill()
+    first = read_output(str(tmp_path / "out"))
+    assert 0 < sum(first.values()) < sum(expected.values()), "the stop came in the middle of the read"
+    resumed = run_job(
+        PIPELINES / "kafka_to_files.py", *options, "--parallelism", "2", "--from-savepoint", savepoint
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_output(str(tmp_path / "out")) == expected
+
+
+def test_a_partition_added_while_running_is_read(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    topic, expected = _fill(kafka_broker, partitions=1, per_partition=50)
+    out = str(tmp_path / "out")
+    job = SluiceJob(
+        PIPELINES / "kafka_to_files.py",
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms",
+                  "--arg", "bounded=0", "--arg", "discovery_ms=200"),
+    )  # fmt: skip
+    try:
+        job.wait_until(lambda: read_output(out) == expected, 60, "the first partition's records")
+        kafka_broker.add_partitions(topic, 2)
+        kafka_broker.produce(topic, [f"new-{i}" for i in range(20)], partition=1)
+        expected.update(json.dumps([1, i, f"new-{i}"]) for i in range(20))
+        job.wait_until(lambda: read_output(out) == expected, 60, "the new partition's records")
+        stop_with_savepoint(job, tmp_path / "sp", "--drain")
+    finally:
+        job.kill()
+    assert read_output(out) == expected
+
+
+def test_event_time_comes_from_kafka_timestamps(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    topic = kafka_broker.create_topic(unique_topic("ts"), 2)
+    base = 1_700_000_000_000
+    # Produced out of event-time order on purpose: the windows follow the timestamps, not arrival.
+    stamps = [base + (i * 7919) % 5000 for i in range(400)]
+    values = [f"k{i % 3}" for i in range(400)]
+    for p in range(2):
+        kafka_broker.produce(topic, values[p::2], partition=p, timestamps=stamps[p::2])
+    expected: collections.Counter[str] = collections.Counter()
+    counts = collections.Counter((v, t // 1000 * 1000) for v, t in zip(values, stamps, strict=True))
+    expected.update(json.dumps([v, w, n]) for (v, w), n in counts.items())
+    done = run_job(
+        PIPELINES / "kafka_windows.py",
+        *_options(kafka_broker, topic, tmp_path, "--parallelism", "2", "--checkpoint-interval", "1h"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert read_output(str(tmp_path / "out")) == expected
