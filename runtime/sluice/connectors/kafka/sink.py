@@ -27,6 +27,7 @@ transactions of the subtasks that are gone are aborted by the broker after `tran
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from confluent_kafka import Producer
 
 _TIMEOUT_S = 60.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,14 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         # settling may wait for: fencing before waiting is what keeps them from waiting on each other).
         self._fence_pool(committable.pool_prefix)
         if already_committed(self._config(), self.topic, committable, _TIMEOUT_S):
+            log.info("KafkaSink: transaction %s had committed before the restore", committable.tag)
             return
+        log.warning(
+            "KafkaSink: transaction %s of a completed checkpoint was aborted by the restore's fencing; "
+            "re-sending its %d records from the checkpoint",
+            committable.tag,
+            len(committable.records),
+        )
         # A re-send id per committable: two subtasks re-sending at once (after a rescale) never share one,
         # and a re-send cut short by a crash is fenced by the next attempt's re-send of the same committable.
         resend_id = f"{committable.pool_prefix}-resend-{committable.tag}"

@@ -1,0 +1,111 @@
+"""KafkaSink against a real Kafka 4 broker: what a read_committed consumer sees, and nothing left open.
+
+The job writes the numbers 0 … COUNT-1 (JSON); exactly once means each appears once among the topic's
+committed records.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from testkit.jobs import SluiceJob, run_job
+from testkit.kafka import KafkaBroker, unique_topic
+
+from .test_kafka_source import stop_with_savepoint
+
+pytestmark = pytest.mark.kafka
+PIPELINE = Path(__file__).parent / "pipelines" / "numbers_to_kafka.py"
+COUNT = 12_000
+
+
+def _numbers(broker: KafkaBroker, topic: str) -> collections.Counter[int]:
+    return collections.Counter(int(v) for _, _, v in broker.consume_all(topic) if v is not None)
+
+
+def _options(broker: KafkaBroker, topic: str, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "--arg", f"bootstrap={broker.bootstrap_servers}", "--arg", f"topic={topic}",
+        "--arg", f"count={COUNT}", "--parallelism", "2",
+        "--checkpoint-dir", f"file://{tmp_path / 'chk'}",
+        "--savepoint-dir-allow", f"file://{tmp_path / 'sp'}",
+        *extra,
+    ]  # fmt: skip
+
+
+def _assert_exactly_once(broker: KafkaBroker, topic: str) -> None:
+    # Nothing the job left open holds back read_committed consumers: the last stable offset has
+    # caught up with the high watermark on every partition, without waiting for a transaction timeout.
+    broker.wait_stable(topic, timeout=30)
+    got = _numbers(broker, topic)
+    missing = [i for i in range(COUNT) if got[i] == 0]
+    duplicated = [i for i, n in got.items() if n > 1]
+    assert not missing and not duplicated, f"missing {missing[:10]}…, duplicated {duplicated[:10]}…"
+    assert sorted(got) == list(range(COUNT))
+    assert broker.open_transactions() == []
+
+
+def test_a_bounded_job_commits_its_last_transaction_with_the_final_checkpoint(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic = kafka_broker.create_topic(unique_topic("eos"), 3)
+    # With an hourly interval the only checkpoint is the final one (FLIP-147): it alone commits.
+    done = run_job(
+        PIPELINE,
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "1h", "--arg", "rate=20000"),
+    )
+    assert done.returncode == 0, done.stderr
+    _assert_exactly_once(kafka_broker, topic)
+
+
+def test_taskmanager_killed_mid_run_gives_each_record_once(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    topic = kafka_broker.create_topic(unique_topic("eos-kill"), 3)
+    job = SluiceJob(
+        PIPELINE,
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms", "--restart-delay", "100ms",
+                  "--arg", "rate=3000"),
+    )  # fmt: skip
+    try:
+        job.wait_checkpoints(3)
+        os.kill(job.taskmanager_pids()[1], signal.SIGKILL)
+        job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
+        assert job.wait(180) == 0, job.stderr
+    finally:
+        job.kill()
+    _assert_exactly_once(kafka_broker, topic)
+
+
+def test_stop_with_savepoint_then_resume_gives_each_record_once(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic = kafka_broker.create_topic(unique_topic("eos-stop"), 2)
+    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms", "--arg", "rate=3000")
+    job = SluiceJob(PIPELINE, *options)
+    try:
+        job.wait_checkpoints(3)
+        savepoint = stop_with_savepoint(job, tmp_path / "sp")
+    finally:
+        job.kill()
+    first = _numbers(kafka_broker, topic)
+    assert 0 < len(first) < COUNT and max(first.values()) == 1, "the stop came mid-run, each record once"
+    resumed = run_job(PIPELINE, *options, "--from-savepoint", savepoint)
+    assert resumed.returncode == 0, resumed.stderr
+    _assert_exactly_once(kafka_broker, topic)
+
+
+def test_at_least_once_delivers_every_record(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    topic = kafka_broker.create_topic(unique_topic("alo"), 2)
+    done = run_job(
+        PIPELINE,
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms",
+                  "--arg", "rate=20000", "--arg", "delivery=at-least-once"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    got = _numbers(kafka_broker, topic)
+    # Without a failure nothing is repeated either; the guarantee under failures is "at least".
+    assert sorted(got) == list(range(COUNT)) and max(got.values()) == 1
+    assert kafka_broker.open_transactions() == []
