@@ -34,9 +34,10 @@ class CheckpointStorage:
         return join(self.job_dir, f"chk-{checkpoint_id}")
 
     def savepoint_location(self, target_dir: str, checkpoint_id: int) -> str:
-        # The random part keeps two jobs whose ids share a prefix (or one job id reused by a new
-        # coordinator) from writing into, and on failure deleting, the same directory.
-        name = f"savepoint-{self.job_id[:6]}-{checkpoint_id}-{uuid.uuid4().hex[:8]}"
+        # The whole job id: two jobs whose ids merely share a prefix must never write into (or, when
+        # a savepoint fails, delete) one directory. The checkpoint id stays last; readers take it
+        # from there.
+        name = f"savepoint-{re.sub(r'[^A-Za-z0-9_.-]', '_', self.job_id)}-{checkpoint_id}"
         return join(normalize(target_dir), name)
 
     def probe_writable(self, location: str) -> None:

@@ -15,7 +15,7 @@ def test_savepoint_failing_after_the_stop_began_restarts_the_job(tmp_path: Path)
     # The directory itself is writable (the stop's up-front probe passes), but every savepoint directory
     # this job could create in it is taken by a file: writing the savepoint's state fails mid-stop.
     for n in range(1, 2000):
-        (blocked / f"savepoint-failov-{n}").write_text("")
+        (blocked / f"savepoint-failover-job-{n}").write_text("")
     count = 60_000
     job = SluiceJob(
         GENERATED_COUNTS,
