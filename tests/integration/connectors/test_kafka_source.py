@@ -144,3 +144,36 @@ def test_event_time_comes_from_kafka_timestamps(kafka_broker: KafkaBroker, tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert read_output(str(tmp_path / "out")) == expected
+
+
+def test_a_bounded_and_an_unbounded_kafka_source_go_through_partially_finished_checkpoints(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    finite, expected = _fill(kafka_broker, partitions=2, per_partition=100)
+    endless = kafka_broker.create_topic(unique_topic("endless"), 1)
+    expected = collections.Counter({json.dumps([finite, *json.loads(k)]): n for k, n in expected.items()})
+    out = str(tmp_path / "out")
+    job = SluiceJob(
+        PIPELINES / "kafka_bounded_and_unbounded.py",
+        "--arg", f"bootstrap={kafka_broker.bootstrap_servers}", "--arg", f"bounded_topic={finite}",
+        "--arg", f"topic={endless}", "--arg", f"out={out}", "--parallelism", "2",
+        "--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--checkpoint-interval", "200ms",
+        "--savepoint-dir-allow", f"file://{tmp_path / 'sp'}",
+    )  # fmt: skip
+    try:
+        # The bounded source's subtasks finish while the rest runs on, and checkpoints go on
+        # completing (FLIP-147): the bounded topic's records are committed by them.
+        job.wait_until(
+            lambda: job.get("/v1/job")["subtasks"]["finished"] >= 2, 60, "the bounded side to finish"
+        )
+        finished_at = job.completed_checkpoints()
+        job.wait_checkpoints(finished_at + 2)
+        job.wait_until(lambda: read_output(out) == expected, 30, "the bounded topic's records")
+        kafka_broker.produce(endless, [f"later-{i}" for i in range(30)], partition=0)
+        expected.update(json.dumps([endless, 0, i, f"later-{i}"]) for i in range(30))
+        job.wait_until(lambda: read_output(out) == expected, 60, "the unbounded topic's records")
+        assert job.get("/v1/job")["state"] == "RUNNING"
+        stop_with_savepoint(job, tmp_path / "sp", "--drain")
+    finally:
+        job.kill()
+    assert read_output(out) == expected
