@@ -9,6 +9,11 @@ state: a restore at another parallelism deals them anew.
 The broker's committed offsets of `group_id` are only for watching lag: a reader commits, at each
 snapshot, the offsets of the snapshot before (by then almost always a completed checkpoint). The
 engine does not tell sources when a checkpoint completes, so this is the closest a source can get.
+
+Limit: the engine's SourceOperator reads a subtask's splits one after another. Bounded slots end, so a
+bounded source reads them all; an unbounded slot never ends, so an unbounded KafkaSource needs at least
+as many subtasks as slots, or a subtask's later slots are never read. Lifting this needs the engine to
+read a subtask's splits side by side (and to give each split its own watermark).
 """
 
 from __future__ import annotations
