@@ -127,6 +127,24 @@ def test_a_partition_added_while_running_is_read(kafka_broker: KafkaBroker, tmp_
     assert read_output(out) == expected
 
 
+def test_an_unbounded_source_with_fewer_splits_than_partitions_reads_them_all(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic, expected = _fill(kafka_broker, partitions=4, per_partition=40)
+    out = str(tmp_path / "out")
+    job = SluiceJob(
+        PIPELINES / "kafka_to_files.py",
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms", "--parallelism", "2",
+                  "--arg", "bounded=0", "--arg", "splits=2"),
+    )  # fmt: skip
+    try:
+        job.wait_until(lambda: read_output(out) == expected, 60, "every partition's records")
+        stop_with_savepoint(job, tmp_path / "sp", "--drain")
+    finally:
+        job.kill()
+    assert read_output(out) == expected
+
+
 def test_event_time_comes_from_kafka_timestamps(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     topic = kafka_broker.create_topic(unique_topic("ts"), 2)
     base = 1_700_000_000_000

@@ -1,8 +1,9 @@
 """KafkaSource: topics' partitions dealt into splits whose offsets are checkpointed by Sluice.
 
 A split is a *slot*: slot k of n owns the partitions p of topic t with `slot_of(t, p, n) == k` and keeps
-the next offset to read of each. At the first start there is one slot per partition (n = the number of
-partitions then), so "partitions are splits"; a partition created while the job runs belongs to the
+the next offset to read of each (one consumer reads all of a slot's partitions). At the first start there
+is one slot per partition (n = the number of partitions then, unless `splits` says otherwise), so
+"partitions are splits"; a partition created while the job runs belongs to the
 slot the same rule names, and that slot's reader picks it up from its earliest offset. Slots are list
 state: a restore at another parallelism deals them anew.
 
@@ -12,7 +13,8 @@ engine does not tell sources when a checkpoint completes, so this is the closest
 
 Limit: the engine's SourceOperator reads a subtask's splits one after another. Bounded slots end, so a
 bounded source reads them all; an unbounded slot never ends, so an unbounded KafkaSource needs at least
-as many subtasks as slots, or a subtask's later slots are never read. Lifting this needs the engine to
+as many subtasks as slots, or a subtask's later slots are never read: with more partitions than
+subtasks, `splits=<parallelism>` makes each slot read several partitions. Lifting this needs the engine to
 read a subtask's splits side by side (and to give each split its own watermark).
 """
 
@@ -69,6 +71,7 @@ class KafkaSource(Source[KafkaSplit]):
         properties: dict[str, str] | None = None,
         with_metadata: bool = False,
         discovery_interval_ms: int = 10_000,
+        splits: int | None = None,
     ) -> None:
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         if not self.topics:
@@ -83,6 +86,9 @@ class KafkaSource(Source[KafkaSplit]):
         self.value_format, self.with_metadata = value_format, with_metadata
         self.properties = dict(properties or {})
         self.discovery_interval_ms = discovery_interval_ms
+        if splits is not None and splits < 1:
+            raise ValueError(f"KafkaSource: splits must be at least 1, got {splits}")
+        self.num_splits = splits
 
     def consumer(self) -> Consumer:
         from confluent_kafka import Consumer
@@ -120,7 +126,7 @@ class KafkaSource(Source[KafkaSplit]):
             tp: high if self.starting_offsets == "latest" else committed.get(tp, low)
             for tp, (low, high) in marks.items()
         }
-        slots = max(1, len(parts))
+        slots = self.num_splits or max(1, len(parts))
         return [
             KafkaSplit(
                 slot,

@@ -1,7 +1,7 @@
 """Reads a Kafka topic and writes [partition, offset, value] exactly once into files.
 
 Args: bootstrap, topic, out; bounded (0/1, default 1); rate (records per second over all splits, default
-unlimited); discovery_ms (default 10000).
+unlimited); discovery_ms (default 10000); splits (default: one per partition).
 """
 
 from typing import Any
@@ -35,5 +35,6 @@ def build(env: sluice.StreamEnvironment) -> None:
         value_format="str",
         with_metadata=True,
         discovery_interval_ms=int(env.args.get("discovery_ms", "10000")),
+        splits=int(env.args["splits"]) if "splits" in env.args else None,
     )
     env.from_source(source, uid="kafka").map(_row, uid="row").sink_to(FileSink(env.args["out"]), uid="files")
