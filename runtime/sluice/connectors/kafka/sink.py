@@ -177,6 +177,11 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         # back the last stable offset that `already_committed` waits for (and that another subtask's
         # settling may wait for: fencing before waiting is what keeps them from waiting on each other).
         self._fence_pool(committable.pool_prefix)
+        # A re-send id per committable: two subtasks re-sending at once (after a rescale) never share one.
+        # Fencing it before looking completes the commit of an earlier re-send of this committable (one a
+        # crash cut short after it was committed), so its records are below the last stable offset.
+        resend_id = f"{committable.pool_prefix}-resend-{committable.tag}"
+        producer = fenced_producer(self._producer_config(), resend_id, _TIMEOUT_S)
         if already_committed(self._config(), self.topic, committable, _TIMEOUT_S):
             log.info("KafkaSink: transaction %s had committed before the restore", committable.tag)
             return
@@ -186,10 +191,6 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
             committable.tag,
             len(committable.records),
         )
-        # A re-send id per committable: two subtasks re-sending at once (after a rescale) never share one,
-        # and a re-send cut short by a crash is fenced by the next attempt's re-send of the same committable.
-        resend_id = f"{committable.pool_prefix}-resend-{committable.tag}"
-        producer = fenced_producer(self._producer_config(), resend_id, _TIMEOUT_S)
         producer.begin_transaction()
         first, *rest = committable.records
         self._produce_first(producer, first, committable.tag, committable.probe_partition, None)
