@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from testkit.jobs import SluiceJob, run_cli, run_job
 from testkit.kafka import KafkaBroker, unique_topic
@@ -143,6 +144,41 @@ def test_an_unbounded_source_with_fewer_splits_than_partitions_reads_them_all(
     finally:
         job.kill()
     assert read_output(out) == expected
+
+
+def test_the_group_offsets_follow_checkpoints_and_a_new_job_can_start_from_them(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic, expected = _fill(kafka_broker, partitions=2, per_partition=30)
+    group = unique_topic("group")
+    first = tmp_path / "first"
+    job = SluiceJob(
+        PIPELINES / "kafka_to_files.py",
+        *_options(kafka_broker, topic, first, "--checkpoint-interval", "200ms", "--parallelism", "2",
+                  "--arg", "bounded=0", "--arg", f"group={group}"),
+    )  # fmt: skip
+    consumer = kafka_broker.consumer(**{"group.id": group})
+    try:
+        job.wait_until(lambda: read_output(str(first / "out")) == expected, 60, "the records")
+        # Lag as a monitoring tool sees it: the group's offsets reach the end, a checkpoint behind.
+        parts = [TopicPartition(topic, p) for p in range(2)]
+        job.wait_until(
+            lambda: [tp.offset for tp in consumer.committed(parts, 10)] == [30, 30], 30, "committed offsets"
+        )
+        stop_with_savepoint(job, first / "sp")
+    finally:
+        consumer.close()
+        job.kill()
+    for p in range(2):
+        kafka_broker.produce(topic, [f"after-{p}-{i}" for i in range(5)], partition=p)
+    later = collections.Counter(json.dumps([p, 30 + i, f"after-{p}-{i}"]) for p in range(2) for i in range(5))
+    done = run_job(
+        PIPELINES / "kafka_to_files.py",
+        *_options(kafka_broker, topic, tmp_path / "second", "--checkpoint-interval", "1h",
+                  "--arg", f"group={group}", "--arg", "starting=committed"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert read_output(str(tmp_path / "second" / "out")) == later
 
 
 def test_event_time_comes_from_kafka_timestamps(kafka_broker: KafkaBroker, tmp_path: Path) -> None:

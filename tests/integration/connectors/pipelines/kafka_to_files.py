@@ -1,7 +1,8 @@
 """Reads a Kafka topic and writes [partition, offset, value] exactly once into files.
 
 Args: bootstrap, topic, out; bounded (0/1, default 1); rate (records per second over all splits, default
-unlimited); discovery_ms (default 10000); splits (default: one per partition).
+unlimited); discovery_ms (default 10000); splits (default: one per partition); group (consumer group,
+default none); starting (starting_offsets, default earliest).
 """
 
 from typing import Any
@@ -36,5 +37,7 @@ def build(env: sluice.StreamEnvironment) -> None:
         with_metadata=True,
         discovery_interval_ms=int(env.args.get("discovery_ms", "10000")),
         splits=int(env.args["splits"]) if "splits" in env.args else None,
+        group_id=env.args.get("group"),
+        starting_offsets=env.args.get("starting", "earliest"),  # type: ignore[arg-type]
     )
     env.from_source(source, uid="kafka").map(_row, uid="row").sink_to(FileSink(env.args["out"]), uid="files")
