@@ -43,6 +43,9 @@ mvn --batch-mode --quiet -f "$pom" dependency:copy-dependencies \
 ls "$staging/libs"/kafka_2.13-"$version".jar >/dev/null
 touch "$staging/libs/.complete"
 mkdir -p "$(dirname "$libs")"
-rm -rf "$libs"
-mv "$staging/libs" "$libs"
+# Another run may have finished first (two checkouts' test runs at once): keep its copy, in use maybe.
+if [[ ! -f $libs/.complete ]]; then
+    rm -rf "$libs"
+    mv "$staging/libs" "$libs"
+fi
 echo "$libs"
