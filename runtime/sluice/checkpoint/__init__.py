@@ -21,7 +21,8 @@ Coordinator:
      and subtasks waiting for their final checkpoint close and exit. Older checkpoints beyond the
      retained count are deleted. An intermediate savepoint (one that does not stop the job) notifies
      nobody and is not a final checkpoint: recovery restores checkpoints, never savepoints, so its
-     commits would be replayed (`coordinator.commits_side_effects`).
+     commits would be replayed (`pending.commits_side_effects`). Once every ack is in, the checkpoint
+     directory belongs to the finalizer alone (see `coordinator`); a discard removes `_metadata` first.
 Restore (`restore.restored_share`): each new subtask reads its share of state; fully finished
 operators are not run again.
 """

@@ -7,12 +7,8 @@ from typing import Any
 
 import pytest
 
-from sluice.checkpoint.coordinator import (
-    CheckpointConfig,
-    CheckpointCoordinator,
-    CheckpointDeclined,
-    PendingCheckpoint,
-)
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
+from sluice.checkpoint.pending import PendingCheckpoint
 from sluice.checkpoint.plan import finished_by_vertex, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage
 from sluice.graph.jobgraph import JobGraph

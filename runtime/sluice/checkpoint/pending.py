@@ -1,0 +1,105 @@
+"""A checkpoint while it is pending (the subtasks it still waits for) and once it has ended (its record)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.checkpoint.plan import CheckpointPlan, SubtaskId
+
+
+class Waiting:
+    """The subtasks a pending checkpoint still waits for, without a set entry per subtask."""
+
+    def __init__(self, plan: CheckpointPlan) -> None:
+        self._plan = plan
+        self._acked: dict[int, set[int]] = {}
+        self.remaining = plan.wait_count
+
+    def __contains__(self, subtask: SubtaskId) -> bool:
+        vertex, index = subtask
+        return self._plan.waits_for(vertex, index) and index not in self._acked.get(vertex, ())
+
+    def acknowledge(self, subtask: SubtaskId) -> None:
+        if subtask in self:
+            self._acked.setdefault(subtask[0], set()).add(subtask[1])
+            self.remaining -= 1
+
+    def __bool__(self) -> bool:
+        return self.remaining > 0
+
+    def __len__(self) -> int:
+        return self.remaining
+
+    def sample(self, limit: int) -> list[SubtaskId]:
+        found: list[SubtaskId] = []
+        for vertex, indices in self._plan.wait.items():
+            for index in indices:
+                if (vertex, index) in self and len(found) < limit:
+                    found.append((vertex, index))
+        return sorted(found)
+
+
+@dataclass
+class PendingCheckpoint:
+    checkpoint_id: int
+    kind: str
+    location: str
+    trigger_ms: int
+    stop_mode: str | None
+    plan: CheckpointPlan
+    waiting: Waiting
+    acks: dict[SubtaskId, dict[str, Any]] = field(default_factory=dict)
+    done: asyncio.Future[dict[str, Any]] | None = None
+    finalizing: bool = False
+    """Every acknowledgement is in and `_metadata` is being written: the finalizer owns the directory."""
+    attempt_ended: str | None = None
+    """Why the attempt ended while `_metadata` was being written."""
+
+    @property
+    def is_savepoint(self) -> bool:
+        return self.kind == "savepoint"
+
+    @property
+    def commits(self) -> bool:
+        """Whether completing it commits side effects (see `commits_side_effects`)."""
+        return commits_side_effects(self.kind, self.stop_mode)
+
+
+def commits_side_effects(kind: str, stop_mode: str | None) -> bool:
+    """Checkpoints and stop-with-savepoints commit two-phase-commit sinks; an intermediate savepoint does not.
+
+    Recovery restores the latest checkpoint, never a savepoint: output committed by a savepoint taken
+    after that checkpoint would be written again by the replay. Its pending commits stay in the sinks
+    and go out with the next checkpoint (or when a job is started from the savepoint).
+    """
+    return kind != "savepoint" or stop_mode is not None
+
+
+@dataclass
+class CheckpointRecord:
+    checkpoint_id: int
+    kind: str
+    status: str
+    trigger_ms: int
+    completion_ms: int | None = None
+    path: str | None = None
+    error: str | None = None
+    fully_finished: list[str] = field(default_factory=list)
+    finished_subtasks: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.checkpoint_id,
+            "kind": self.kind,
+            "status": self.status,
+            "triggerTime": self.trigger_ms,
+            "completionTime": self.completion_ms,
+            "path": self.path,
+            "error": self.error,
+        }
+        if self.status == "COMPLETED":
+            out["fullyFinishedOperators"] = self.fully_finished
+            out["finishedSubtasks"] = self.finished_subtasks
+        return out
