@@ -40,6 +40,8 @@ class RunResult:
     files: list[str] = field(default_factory=list)
     processes: list[str] = field(default_factory=list)
     error: str | None = None
+    anomalies: list[str] = field(default_factory=list)
+    """Wrong answers of the runtime that are not about the data (a stop reported failed that stopped)."""
     seconds: float = 0.0
     events: list[str] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
@@ -51,7 +53,7 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return not self.violated and self.error is None
+        return not self.violated and self.error is None and not self.anomalies
 
 
 class ChaosRun:

@@ -66,7 +66,7 @@ def report(result: RunResult, verbose: bool = False) -> str:
     elif result.violated:
         verdict = "LEFTOVER"
     else:
-        verdict = "ok" if result.error is None else "ERROR"
+        verdict = "ok" if result.ok else "ERROR"
     line = (
         f"run {sc.run:>3} seed {sc.seed} {verdict:<9} {result.seconds:5.1f}s faults {result.faults} "
         f"lost {lost} dup {dup} prepared {len(result.prepared)} files {len(result.files)} "
@@ -77,6 +77,7 @@ def report(result: RunResult, verbose: bool = False) -> str:
     details = [line]
     if result.error:
         details.append(f"  error: {result.error}")
+    details += [f"  anomaly: {a}" for a in result.anomalies]
     for name, rows in (("lost", result.lost), ("duplicated", result.duplicated)):
         if rows:
             shown = ", ".join(f"{r} x{n}" for r, n in sorted(rows.items())[:10])
@@ -135,10 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     prepared = sum(len(r.prepared) for r in results)
     files = sum(len(r.files) for r in results)
     processes = sum(len(r.processes) for r in results)
-    errors = sum(r.error is not None for r in results)
+    errors = sum(r.error is not None or bool(r.anomalies) for r in results)
     print(
         f"chaos: seed {args.seed}, {time.monotonic() - started:.0f}s, {processes} leftover processes, "
-        f"{errors} runs with harness or job errors, work directory {workdir}",
+        f"{errors} runs with errors or anomalies, work directory {workdir}",
         flush=True,
     )
     print(
