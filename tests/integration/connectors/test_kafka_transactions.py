@@ -91,3 +91,20 @@ def test_subtasks_and_jobs_get_transactional_ids_of_their_own(kafka_broker: Kafk
         sink.commit(committable)
     kafka_broker.wait_stable(topic)
     assert _values(kafka_broker, topic) == collections.Counter(range(4))
+
+
+def test_a_discarded_transaction_is_aborted_at_once(kafka_broker: KafkaBroker) -> None:
+    topic = kafka_broker.create_topic(unique_topic("discard"), 1)
+    sink = _sink(kafka_broker, topic)
+    ctx = TransactionContext("job", "kafka", 0, 0, "attempt-0")
+    kept = _pre_committed(sink, ctx, [1, 2], 1)
+    dropped = _pre_committed(sink, ctx, [3, 4], 2)
+    sink.commit(kept)
+    sink.discard(dropped)
+    # A committable the sink holds no producer for any more (another process's) is aborted by fencing.
+    other = _pre_committed(sink, ctx, [5], 3)
+    sink._busy.clear()
+    _sink(kafka_broker, topic).discard(other)
+    kafka_broker.wait_stable(topic)
+    assert _values(kafka_broker, topic) == collections.Counter([1, 2])
+    assert kafka_broker.open_transactions() == []

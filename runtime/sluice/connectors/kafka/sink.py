@@ -231,6 +231,17 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
             # The next attempt fences this id anyway; a failing task must not fail again here.
             pass
 
+    def discard(self, committable: KafkaCommittable) -> None:
+        """Aborts a pre-committed transaction nothing will commit (the job ended for good before its
+        checkpoint completed), so it does not hold back read_committed consumers until it times out."""
+        txn = self._busy.pop(committable.tag, None)
+        if txn is not None:
+            self.abort(txn)
+        elif committable.records:
+            # Fencing aborts it; a commit already under way (it cannot be: no checkpoint holds it) would
+            # be completed instead.
+            fenced_producer(self._producer_config(), committable.transactional_id, _TIMEOUT_S)
+
     def recover(
         self, ctx: TransactionContext, committed: list[KafkaCommittable], restored_checkpoint: int
     ) -> None:
