@@ -94,6 +94,10 @@ class TwoPhaseCommitSink(ABC, Generic[Txn, Committable]):
     def abort(self, txn: Txn) -> None:
         pass
 
+    def discard(self, committable: Committable) -> None:
+        """Throw away a pre-committed transaction that nothing will commit: the job ended (canceled, or
+        failed for good) before its checkpoint completed. Sinks that leave nothing behind need not."""
+
     def recover(
         self, ctx: TransactionContext, committed: list[Committable], restored_checkpoint: int
     ) -> None:

@@ -117,6 +117,11 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
                 "is gone (was the output directory changed or cleaned while the job ran?)"
             )
 
+    def discard(self, committable: PendingFile) -> None:
+        fs, hidden = filesystem(committable.hidden)
+        if fs.exists(hidden):
+            fs.rm(hidden)
+
     def abort(self, txn: _OpenFile) -> None:
         try:
             txn.handle.close()

@@ -174,6 +174,12 @@ class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
                 "its rows are missing"
             )
 
+    def discard(self, committable: str) -> None:
+        import psycopg
+
+        with contextlib.suppress(psycopg.errors.UndefinedObject):  # already gone: nothing to discard
+            self._connect_admin().execute(f"ROLLBACK PREPARED '{committable}'")
+
     def abort(self, txn: _Transaction) -> None:
         txn.connection.rollback()
 

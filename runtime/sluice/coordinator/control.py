@@ -146,11 +146,16 @@ class ControlServer:
         for link in self.links.values():
             link.send(message)
 
-    async def close_links(self) -> None:
+    async def close_links(self, job_ended: dict[str, Any] | None = None) -> None:
+        """Tells every TaskManager to shut down; `job_ended` (the latest completed checkpoint and the
+        completed savepoints) when no attempt follows, so that sinks release what only a restore would."""
         links, self.links = list(self.links.values()), {}
+        shutdown: dict[str, Any] = {"type": "shutdown"}
+        if job_ended is not None:
+            shutdown["jobEnded"] = job_ended
         for link in links:
             with contextlib.suppress(Exception):
-                link.send({"type": "shutdown"})
+                link.send(shutdown)
                 await link.writer.drain()
         # Closing the transports ends each reader with EOF; cancelling readers inside asyncio's stream
         # callbacks would log spurious errors.

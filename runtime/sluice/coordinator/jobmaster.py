@@ -138,13 +138,22 @@ class JobMaster(SavepointOperations):
                     outcome, reason = ended.outcome, ended.reason
                 else:  # pragma: no cover - _attempt always ends by raising
                     outcome, reason = "failed", "attempt ended without an outcome"
-                await self._end_attempt(graceful=outcome == "finished")
+                delay = None
+                if outcome not in ("finished", "canceled", "suspended"):
+                    delay = self._restart_backoff.on_failure()
+                    if outcome == "fatal":
+                        delay = None
+                # Canceled, or failed with no restart left: no restore will commit or discard what the
+                # sinks pre-committed. (A suspended job keeps it all for the run that resumes it.)
+                ends_for_good = outcome == "canceled" or (
+                    outcome not in ("finished", "suspended") and delay is None
+                )
+                await self._end_attempt(graceful=outcome == "finished", ends_for_good=ends_for_good)
                 if outcome in ("finished", "canceled", "suspended"):
                     self.state = outcome.upper()
                     break
                 self.error = reason
-                delay = self._restart_backoff.on_failure()
-                if delay is None or outcome == "fatal":
+                if delay is None:
                     self.state = "FAILED"
                     break
                 log.warning("attempt %d failed: %s; restarting in %.1fs", self.attempt, reason, delay)
@@ -307,7 +316,7 @@ class JobMaster(SavepointOperations):
         if not done.cancelled() and done.exception() is None:
             self._final_done = True
 
-    async def _end_attempt(self, graceful: bool) -> None:
+    async def _end_attempt(self, graceful: bool, ends_for_good: bool = False) -> None:
         if self.checkpoints is not None:
             self.checkpoints.abort_all("the job attempt ended")
             # A checkpoint whose metadata is being written completes (and is then the one to restore);
@@ -316,13 +325,24 @@ class JobMaster(SavepointOperations):
                 await asyncio.wait_for(self.checkpoints.settle(), self.config.checkpoints.timeout_s)
             except TimeoutError:
                 log.warning("checkpoint storage did not settle within %gs", self.config.checkpoints.timeout_s)
-        await self._control.close_links()
-        await self.host.stop(grace_s=5.0 if graceful else 0.0)
+        await self._control.close_links(self._job_end_notice() if ends_for_good else None)
+        # TaskManagers told of the job's end release their sinks' transactions before they exit.
+        await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)
         request = self.stop_request
         if request is not None and not request.done.done():
             request.done.set_exception(
                 RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}")
             )
+
+    def _job_end_notice(self) -> dict[str, Any]:
+        cc = self.checkpoints
+        latest = cc.latest.checkpoint_id if cc is not None and cc.latest is not None else 0
+        savepoints = [
+            r.checkpoint_id
+            for r in (cc.history if cc is not None else [])
+            if r.kind == "savepoint" and r.status == "COMPLETED"
+        ]
+        return {"latestCheckpoint": latest, "savepoints": savepoints}
 
     # -- messages from TaskManagers -------------------------------------------------------------------
 

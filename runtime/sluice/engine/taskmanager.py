@@ -25,6 +25,7 @@ from sluice.engine.chain import OperatorChain
 from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
 from sluice.engine.context import Metrics
 from sluice.engine.network import DataServer, RemoteOutputChannel
+from sluice.engine.operators.sink import TwoPhaseCommitSinkOperator
 from sluice.engine.operators.source import SourceOperator
 from sluice.engine.task import Abort, Complete, Stop, StreamTask, Trigger
 from sluice.engine.wiring import SubtaskId, channel_index, input_channels, output_targets
@@ -86,6 +87,7 @@ class TaskManager:
                 payload = await read_payload(reader, self.wire.max_frame_bytes)
                 message = decode_message(payload, TO_TASKMANAGER)
                 if message["type"] == "shutdown":
+                    self._release_at_job_end(message)
                     return 0
                 await self._handle(message)
         except MessageError as err:
@@ -101,6 +103,27 @@ class TaskManager:
             with contextlib.suppress(Exception):
                 await self._writer.drain()
                 self._writer.close()
+
+    def _release_at_job_end(self, shutdown: dict[str, Any]) -> None:
+        """The job ended for good (canceled, or failed with no restart left): sinks release what they
+        pre-committed for checkpoints that never completed, since no restore will."""
+        ended = shutdown.get("jobEnded")
+        if not isinstance(ended, dict):
+            return
+        latest, savepoints = ended.get("latestCheckpoint"), ended.get("savepoints")
+        if not isinstance(latest, int) or not isinstance(savepoints, list):
+            log.error("TaskManager %d: a malformed end of job from the coordinator: %r", self.index, ended)
+            return
+        kept = frozenset(s for s in savepoints if isinstance(s, int))
+        for task in self.tasks.values():
+            for op in task.chain.operators:
+                if isinstance(op, TwoPhaseCommitSinkOperator):
+                    try:
+                        op.release_at_job_end(latest, kept)
+                    except Exception:
+                        log.exception(
+                            "TaskManager %d: sink %s could not release its transactions", self.index, op.uid
+                        )
 
     async def _heartbeat(self) -> None:
         while True:

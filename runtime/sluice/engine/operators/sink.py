@@ -7,7 +7,10 @@ Two-phase commit over the checkpoint protocol:
   3. when checkpoint n completes, every committable tagged <= n is committed (a committable of a
      checkpoint that failed is carried along and committed by the next completed one);
   4. on restore, the committables found in the checkpoint are committed again (commit is idempotent);
-  5. `close` aborts a transaction that was never pre-committed.
+  5. `close` aborts a transaction that was never pre-committed;
+  6. when the job ends for good without a later checkpoint (canceled, or failed with no restart left),
+     pre-committed transactions that no completed checkpoint or savepoint holds are discarded, and
+     those a completed checkpoint holds but whose completion had not reached the sink are committed.
 """
 
 from __future__ import annotations
@@ -101,6 +104,19 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
         if self._txn is not None:
             txn, self._txn = self._txn, None
             self.sink.abort(txn)
+
+    def release_at_job_end(self, latest_checkpoint: int, savepoints: frozenset[int]) -> None:
+        """Step 6: nothing will restore this job, so nothing will commit or discard these later."""
+        for entry in list(self._pending):
+            checkpoint_id, committable = entry
+            if checkpoint_id <= latest_checkpoint:
+                self.sink.commit(committable)
+            elif checkpoint_id not in savepoints:
+                # A savepoint's transactions stay: a job started from it commits them.
+                self.sink.discard(committable)
+            else:
+                continue
+            self._pending.remove(entry)
 
     def has_pending_commits(self) -> bool:
         return bool(self._pending)
