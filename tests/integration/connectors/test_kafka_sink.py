@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit.checkpoints import load, metadata_files, operator
 from testkit.jobs import SluiceJob, run_job
 from testkit.kafka import KafkaBroker, unique_topic
 
@@ -94,6 +95,26 @@ def test_stop_with_savepoint_then_resume_gives_each_record_once(
     assert 0 < len(first) < COUNT and max(first.values()) == 1, "the stop came mid-run, each record once"
     resumed = run_job(PIPELINE, *options, "--from-savepoint", savepoint)
     assert resumed.returncode == 0, resumed.stderr
+    _assert_exactly_once(kafka_broker, topic)
+
+
+def test_resuming_at_another_parallelism_gives_each_record_once(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic = kafka_broker.create_topic(unique_topic("eos-rescale"), 3)
+    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms", "--arg", "rate=3000")
+    job = SluiceJob(PIPELINE, *options)
+    try:
+        job.wait_checkpoints(3)
+        savepoint = stop_with_savepoint(job, tmp_path / "sp")
+    finally:
+        job.kill()
+    assert 0 < len(_numbers(kafka_broker, topic)) < COUNT
+    # --parallelism comes last and wins: the sink's committables are dealt over three subtasks.
+    resumed = run_job(PIPELINE, *options, "--from-savepoint", savepoint, "--parallelism", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    parallelisms = {operator(load(m), "kafka")["parallelism"] for m in metadata_files(tmp_path / "chk")}
+    assert parallelisms == {2, 3}
     _assert_exactly_once(kafka_broker, topic)
 
 
