@@ -67,6 +67,7 @@ def job_from_args(
             min_pause_s=args.min_pause,
             retained=args.checkpoints_retained,
             after_tasks_finish=not args.no_checkpoints_after_tasks_finish,
+            tolerable_failures=args.tolerable_checkpoint_failures,
         ),
         taskmanagers=args.taskmanagers or args.parallelism,
         restart=RestartStrategy(

@@ -39,6 +39,18 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
+def _tolerable(text: str) -> int | None:
+    if text == "unlimited":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: give 0, 1, 2, ... or 'unlimited'")
+    return value
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -75,6 +87,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--checkpoint-timeout", type=_duration, default=600.0)
     run.add_argument("--min-pause", type=_duration, default=0.0)
     run.add_argument("--checkpoints-retained", type=_positive, default=1)
+    run.add_argument(
+        "--tolerable-checkpoint-failures",
+        type=_tolerable,
+        default=0,
+        metavar="N|unlimited",
+        help="checkpoints in a row that may time out or fail to write before the job fails over to its "
+        "latest checkpoint; default 0, as in Flink (declined checkpoints and savepoints do not count)",
+    )
     run.add_argument(
         "--no-checkpoints-after-tasks-finish",
         action="store_true",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.checkpoint.failures import FailureCounter
 from sluice.checkpoint.pending import CheckpointRecord, PendingCheckpoint, Waiting
 from sluice.checkpoint.plan import FinishedSubtasks, SubtaskId, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage, discard, write_metadata
@@ -38,6 +39,8 @@ class CheckpointConfig:
     min_pause_s: float = 0.0
     retained: int = 1
     after_tasks_finish: bool = True
+    tolerable_failures: int | None = 0
+    """Counted checkpoint failures in a row before the job fails over (see `failures`); None: any."""
 
 
 class CheckpointCoordinator:
@@ -49,6 +52,7 @@ class CheckpointCoordinator:
         send: Callable[[dict[str, Any], list[SubtaskId] | None], None],
         finished: Callable[[], FinishedSubtasks],
         next_id: int = 1,
+        on_intolerable: Callable[[str], None] | None = None,
     ) -> None:
         self.graph = graph
         self.storage = storage
@@ -64,6 +68,8 @@ class CheckpointCoordinator:
         self.counts = {"completed": 0, "failed": 0}
         self._settling: set[asyncio.Future[Any]] = set()
         self._discarding: set[int] = set()
+        self.failures = FailureCounter(config.tolerable_failures)
+        self.on_intolerable = on_intolerable
 
     # -- triggering ---------------------------------------------------------------------------------
 
@@ -117,7 +123,7 @@ class CheckpointCoordinator:
     def on_decline(self, message: dict[str, Any]) -> None:
         pending = self.pending.get(message["checkpoint"])
         if pending is not None:
-            self.fail(pending, message["reason"])
+            self.fail(pending, message["reason"], counted=message.get("cause") == "state-write")
 
     def on_task_finished(self, subtask: SubtaskId) -> None:
         # A subtask that closes before acknowledging can never acknowledge: fail fast, not by timeout.
@@ -130,7 +136,8 @@ class CheckpointCoordinator:
         for pending in list(self.pending.values()):
             if now_ms - pending.trigger_ms > self.config.timeout_s * 1000:
                 waiting = ", ".join(self._name(t) for t in pending.waiting.sample(5))
-                self.fail(pending, f"timed out after {self.config.timeout_s:g}s waiting for {waiting}")
+                reason = f"timed out after {self.config.timeout_s:g}s waiting for {waiting}"
+                self.fail(pending, reason, counted=True)
 
     def abort_all(self, reason: str) -> None:
         for pending in list(self.pending.values()):
@@ -139,13 +146,20 @@ class CheckpointCoordinator:
             else:
                 self.fail(pending, reason, notify=False)
 
-    def fail(self, pending: PendingCheckpoint, reason: str, notify: bool = True) -> None:
+    def fail(
+        self, pending: PendingCheckpoint, reason: str, notify: bool = True, counted: bool = False
+    ) -> None:
         if pending.finalizing:
             return  # every acknowledgement is in: its finalizer settles it (see the module docstring)
         if self.pending.pop(pending.checkpoint_id, None) is None:
             return
         self._record_failure(pending, reason)
         log.warning("%s %d failed: %s", pending.kind, pending.checkpoint_id, reason)
+        intolerable = counted and not pending.is_savepoint and self.failures.counted_failure()
+        if intolerable and self.on_intolerable is not None:
+            self.on_intolerable(
+                f"{self.failures.describe()} (--tolerable-checkpoint-failures); the last: {reason}"
+            )
         if notify:
             self.send({"type": "abort", "checkpoint": pending.checkpoint_id}, None)
         cid = pending.checkpoint_id
@@ -250,7 +264,8 @@ class CheckpointCoordinator:
                 else f"writing _metadata failed: {type(err).__name__}: {err}"
             )
             pending.finalizing = False  # back to the failing path, which discards it
-            self.fail(pending, reason, notify=pending.attempt_ended is None)
+            counted = not isinstance(err, CheckpointDeclined)
+            self.fail(pending, reason, notify=pending.attempt_ended is None, counted=counted)
             return
         if pending.attempt_ended is not None and pending.is_savepoint:
             pending.finalizing = False
@@ -276,6 +291,7 @@ class CheckpointCoordinator:
             self.latest_savepoint = record
         else:
             self.latest = record
+            self.failures.completed()
         if pending.commits and pending.attempt_ended is None:
             self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
         if pending.done is not None and not pending.done.done():

@@ -203,8 +203,10 @@ class JobMaster(SavepointOperations):
                 self._send,
                 self.finished_subtasks,
                 self._next_checkpoint_id,
+                on_intolerable=lambda reason: self._events.put_nowait(("failed", reason)),
             )
         self.checkpoints.next_id = max(self.checkpoints.next_id, self._next_checkpoint_id)
+        self.checkpoints.failures.reset()
         self._control.expect(self.config.taskmanagers, self.attempt)
         await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
         lost = asyncio.ensure_future(self.host.wait_lost())

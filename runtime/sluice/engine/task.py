@@ -383,6 +383,7 @@ class StreamTask:
                     "checkpoint": cid,
                     "vertex": self.vertex.id,
                     "subtask": self.subtask_index,
+                    "cause": "state-write",
                     "reason": f"writing state of {self.vertex.name}[{self.subtask_index}] failed: "
                     f"{type(err).__name__}: {err}",
                 }

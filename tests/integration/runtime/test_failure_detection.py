@@ -12,7 +12,7 @@ import os
 import signal
 from pathlib import Path
 
-from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
+from testkit.checkpoints import GENERATED_COUNTS, PIPELINES, generated_counts_options
 from testkit.jobs import SluiceJob
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
@@ -40,3 +40,37 @@ def test_a_stopped_taskmanager_fails_the_attempt_after_the_heartbeat_timeout(tmp
         job.kill()
     assert code == 0, job.stderr
     assert_same_output(read_output(f"file://{out}"), keyed_window_reference(count, 50, 1000, 10))
+
+
+NEVER_CHECKPOINTED = PIPELINES / "never_checkpointed.py"
+
+
+def test_checkpoints_that_keep_timing_out_fail_the_job_over_unless_tolerated(tmp_path: Path) -> None:
+    options = ("--parallelism", "2", "--checkpoint-interval", "200ms", "--checkpoint-timeout", "100ms")
+    strict = SluiceJob(
+        NEVER_CHECKPOINTED,
+        *("--arg", f"out={tmp_path / 'strict'}", "--checkpoint-dir", f"file://{tmp_path / 'chk1'}"),
+        *options,
+        *("--tolerable-checkpoint-failures", "2", "--restart-delay", "100ms"),
+    )
+    try:
+        view = strict.wait_until(
+            lambda: (v := strict.get("/v1/job"))["restarts"] >= 1 and v, 60, "a failover"
+        )
+        assert "3 checkpoint(s) failed in a row, 2 tolerated" in view["error"], view
+        assert "timed out" in view["error"]
+    finally:
+        strict.kill()
+    lenient = SluiceJob(
+        NEVER_CHECKPOINTED,
+        *("--arg", f"out={tmp_path / 'lenient'}", "--checkpoint-dir", f"file://{tmp_path / 'chk2'}"),
+        *options,
+        *("--tolerable-checkpoint-failures", "unlimited"),
+    )
+    try:
+        lenient.wait_until(
+            lambda: lenient.get("/v1/checkpoints")["counts"]["failed"] >= 6, 60, "six failed checkpoints"
+        )
+        assert lenient.get("/v1/job")["restarts"] == 0
+    finally:
+        lenient.kill()
