@@ -3,7 +3,8 @@
 #   - PostgreSQL server binaries (initdb, pg_ctl, postgres) for the two-phase-commit sink tests,
 #     started by tests/testkit/postgres.py in a temporary directory (no system cluster is used);
 #   - a Java 17+ JDK: the runtime for PySpark, and javac for the runtime's Spark-on-Kubernetes feature step
-#     (scripts/build-jvm.sh).
+#     (scripts/build-jvm.sh);
+#   - Maven, which fetches the Kafka broker's jars from Maven Central once (scripts/kafka-jars.sh).
 #
 # Idempotent and quick when warm: each package is installed only when what it provides is missing, and
 # apt is not touched at all (no `apt-get update`) when nothing is missing. Non-interactive.
@@ -31,8 +32,12 @@ if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ] \
     missing+=(openjdk-17-jdk-headless)
 fi
 
+if ! command -v mvn >/dev/null; then
+    missing+=(maven)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
-    log "nothing to install (PostgreSQL and a Java 17+ JDK present)"
+    log "nothing to install (PostgreSQL, a Java 17+ JDK and Maven present)"
     exit 0
 fi
 
