@@ -42,6 +42,7 @@ from sluice.transport.tls import generate_job_ca
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
+RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
 @dataclass
@@ -129,10 +130,11 @@ class JobMaster(SavepointOperations):
             self.ended.set()
             return stored
         await self._control.start(self.host.control_bind_host())
-        restore = await asyncio.to_thread(self.storage.latest_completed) or self.config.from_savepoint
+        restore = self.config.from_savepoint
         try:
             while True:
                 try:
+                    restore = await self._restore_point(restore)
                     await self._attempt(restore)
                 except _AttemptEnded as ended:
                     outcome, reason = ended.outcome, ended.reason
@@ -165,7 +167,6 @@ class JobMaster(SavepointOperations):
                 if self._end_request is not None:
                     self.state = self._end_request[0].upper()
                     break
-                restore = await asyncio.to_thread(self.storage.latest_completed) or restore
         finally:
             self.end_ms = time.time_ns() // 1_000_000
             latest = self.checkpoints.latest.path if self.checkpoints and self.checkpoints.latest else None
@@ -176,15 +177,57 @@ class JobMaster(SavepointOperations):
             # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
             # whose coordinator failed here (an exception on its way out): a stored result would end it.
             if self.state in ENDED_STATES:
-                await asyncio.to_thread(write_result, self.storage.job_dir, self.result)
+                await self._store_result(self.result)
             await self._control.close()
             self.ended.set()
         return self.result
 
+    async def _restore_point(self, previous: str | None) -> str | None:
+        """The latest completed checkpoint in storage, else what the previous attempt restored."""
+        try:
+            return await asyncio.to_thread(self.storage.latest_completed) or previous
+        except Exception as err:
+            raise _AttemptEnded(
+                "failed", f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
+            ) from err
+
+    async def _store_result(self, result: dict[str, Any]) -> None:
+        """Writes the job result, retrying through a storage outage: without it a restarted coordinator
+        would run the job again."""
+        for delay in (*RESULT_WRITE_RETRIES_S, None):
+            try:
+                await asyncio.to_thread(write_result, self.storage.job_dir, result)
+                return
+            except Exception as err:
+                if delay is None:
+                    log.error(
+                        "the job ended %s, but writing its result to %s failed for good: %s: %s; a "
+                        "coordinator started again for this job will not know it ended",
+                        result["state"],
+                        self.storage.job_dir,
+                        type(err).__name__,
+                        err,
+                    )
+                    return
+                log.warning(
+                    "writing the job result failed (%s: %s); again in %gs", type(err).__name__, err, delay
+                )
+                await asyncio.sleep(delay)
+
     async def _attempt(self, restore: str | None) -> None:
         metadata = None
         if restore is not None:
-            metadata = await asyncio.to_thread(read_metadata, restore)
+            try:
+                metadata = await asyncio.to_thread(read_metadata, restore)
+            except FileNotFoundError:
+                if restore == self.config.from_savepoint:
+                    raise  # the user's savepoint is not there: a usage error, not a failure to retry
+                raise _AttemptEnded("failed", f"checkpoint {restore} is gone") from None
+            except Exception as err:
+                # Storage down or answering errors: the restart strategy decides, as for a lost task.
+                raise _AttemptEnded(
+                    "failed", f"reading {restore} failed: {type(err).__name__}: {err}"
+                ) from err
             validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
             self._next_checkpoint_id = max(self._next_checkpoint_id, metadata["checkpointId"] + 1)
         self.state = "CREATED" if self.attempt == 0 else "RESTARTING"
