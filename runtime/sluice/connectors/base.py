@@ -94,6 +94,12 @@ class TwoPhaseCommitSink(ABC, Generic[Txn, Committable]):
     def abort(self, txn: Txn) -> None:
         pass
 
+    def clean_up(self, ctx: TransactionContext, parallelism: int) -> None:
+        """Called once per subtask when the first checkpoint after its start completed: every restored
+        committable has been committed by then (by whichever subtask it was dealt to), so what earlier
+        attempts of this job left behind and no checkpoint holds can go. Sinks that leave nothing need not.
+        """
+
     def discard(self, committable: Committable) -> None:
         """Throw away a pre-committed transaction that nothing will commit: the job ended (canceled, or
         failed for good) before its checkpoint completed. Sinks that leave nothing behind need not."""

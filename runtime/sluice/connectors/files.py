@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from sluice._fs import filesystem, join, make_dirs, normalize
 from sluice.connectors.base import Source, SplitReader, TransactionContext, TwoPhaseCommitSink
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,9 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
     Records go to a hidden in-progress file (its name starts with "."); at a checkpoint the file is
     closed (pre-commit) and on completion of that checkpoint renamed to `part-…` (commit). After a crash
     nothing is lost or duplicated, and no half-written file is ever visible: hidden files of attempts that
-    never reached a completed checkpoint are left behind hidden and never published.
+    never reached a completed checkpoint stay hidden and are never published; once the first checkpoint
+    after a restore completes, each subtask removes those of earlier attempts of its job. Hidden names
+    carry a tag of the job id, so jobs sharing a directory never remove each other's files.
     """
 
     def __init__(self, path: str) -> None:
@@ -95,7 +101,7 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
         make_dirs(fs, root)
         # The attempt token makes names unique across attempts, restarts and jobs sharing a directory.
         name = f"part-{ctx.operator_uid}-{ctx.subtask_index}-{ctx.attempt_token}-{ctx.next_name()}.jsonl"
-        hidden = join(self.uri, f".{name}.inprogress")
+        hidden = join(self.uri, f".{name}.{_job_tag(ctx.job_id)}.inprogress")
         return _OpenFile(hidden, join(self.uri, name), fs.open(filesystem(hidden)[1], "wb"))
 
     def write(self, txn: _OpenFile, values: list[Any], timestamps: list[int] | None) -> None:
@@ -122,6 +128,26 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
         if fs.exists(hidden):
             fs.rm(hidden)
 
+    def clean_up(self, ctx: TransactionContext, parallelism: int) -> None:
+        fs, root = filesystem(self.uri)
+        suffix = f".jsonl.{_job_tag(ctx.job_id)}.inprogress"
+        prefix = f".part-{ctx.operator_uid}-"
+        try:
+            entries = fs.ls(root, detail=False)
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            base = entry.rstrip("/").rsplit("/", 1)[-1]
+            if not (base.startswith(prefix) and base.endswith(suffix)):
+                continue
+            subtask_text, token, _ = base[len(prefix) : -len(suffix)].rsplit("-", 2)
+            subtask = int(subtask_text) if subtask_text.isdigit() else -1
+            # Each subtask removes its own; subtask 0 also those of subtasks a rescale took away.
+            mine = subtask == ctx.subtask_index or (ctx.subtask_index == 0 and subtask >= parallelism)
+            if mine and token != ctx.attempt_token:
+                log.info("FileSink: removing %s, left by an earlier attempt", entry)
+                fs.rm(entry)
+
     def abort(self, txn: _OpenFile) -> None:
         try:
             txn.handle.close()
@@ -129,3 +155,8 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
             fs, hidden = filesystem(txn.hidden)
             if fs.exists(hidden):
                 fs.rm(hidden)
+
+
+def _job_tag(job_id: str) -> str:
+    """A file-name-safe tag of the job id: hidden files name their job without its characters."""
+    return hashlib.sha256(job_id.encode()).hexdigest()[:12]

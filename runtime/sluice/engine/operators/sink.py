@@ -8,18 +8,23 @@ Two-phase commit over the checkpoint protocol:
      checkpoint that failed is carried along and committed by the next completed one);
   4. on restore, the committables found in the checkpoint are committed again (commit is idempotent);
   5. `close` aborts a transaction that was never pre-committed;
-  6. when the job ends for good without a later checkpoint (canceled, or failed with no restart left),
+  6. once the first checkpoint after a start completes (every restored committable is committed by
+     then), the sink removes what earlier attempts left behind (`clean_up`);
+  7. when the job ends for good without a later checkpoint (canceled, or failed with no restart left),
      pre-committed transactions that no completed checkpoint or savepoint holds are discarded, and
      those a completed checkpoint holds but whose completion had not reached the sink are committed.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.connectors.base import Sink, SinkWriter, TransactionContext, TwoPhaseCommitSink
 from sluice.engine.operators.base import StreamOperator
+
+log = logging.getLogger(__name__)
 
 
 class SinkOperator(StreamOperator):
@@ -61,6 +66,7 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
         self._txn: Any = None
         self._pending: list[tuple[int, Any]] = []
         self._finished = False
+        self._cleaned_up = False
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         self._txn_ctx = TransactionContext(
@@ -99,6 +105,12 @@ class TwoPhaseCommitSinkOperator(StreamOperator):
         for entry in due:
             self.sink.commit(entry[1])
             self._pending.remove(entry)
+        if not self._cleaned_up:
+            self._cleaned_up = True
+            try:
+                self.sink.clean_up(self._txn_ctx, self.ctx.parallelism)
+            except Exception as err:  # leftovers cost space, not correctness: the job goes on
+                log.warning("sink %s could not remove what earlier attempts left: %s", self.uid, err)
 
     def close(self) -> None:
         if self._txn is not None:
