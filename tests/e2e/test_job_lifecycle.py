@@ -75,13 +75,14 @@ def test_deleting_a_streamjob_removes_everything_it_owned(e2e: E2ECluster) -> No
 
 @pytest.mark.timeout(480)
 def test_operator_restarted_mid_savepoint_keeps_following_it(e2e: E2ECluster) -> None:
-    e2e.apply(UNBOUNDED)
+    # A long heartbeat timeout: the TaskManager frozen below must hold the savepoint, not be declared lost.
+    _, manifest = _variant(failureDetection={"heartbeatTimeout": "10m"})
+    e2e.apply(yaml.safe_dump(manifest))
     e2e.wait_running_with_checkpoint(JOB)
     taskmanager = e2e.coordinator(JOB, "/v1/job")["taskManagers"][0]
     pod = e2e.taskmanager_pod_of(JOB, taskmanager["host"])
     # A frozen TaskManager cannot acknowledge the savepoint's barrier, so the savepoint stays in
-    # progress for as long as the test needs (the coordinator has no heartbeat timeout; the
-    # checkpoint timeout is 10 minutes).
+    # progress for as long as the test needs (heartbeat timeout and checkpoint timeout: 10 minutes).
     e2e.signal_process(pod, taskmanager["pid"], signal.SIGSTOP)
     try:
         e2e.apply(SAVEPOINT)

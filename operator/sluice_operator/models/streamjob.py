@@ -103,6 +103,47 @@ class CheckpointSpec(CamelModel):
     )
 
 
+class RestartKind(StrEnum):
+    FIXED_DELAY = "fixed-delay"
+    EXPONENTIAL = "exponential"
+    NONE = "none"
+
+
+class RestartStrategySpec(CamelModel):
+    """How the coordinator restarts the job from its latest checkpoint after a failure (a lost
+    TaskManager, a failed task, checkpoints that keep failing)."""
+
+    kind: RestartKind = Field(
+        default=RestartKind.EXPONENTIAL,
+        description="exponential (delays double up to maxDelay), fixed-delay, or none (fail at once).",
+    )
+    delay: Duration = Field(default="1s", description="The (first) delay before a restart.")
+    max_delay: Duration = Field(default="1m", description="exponential: the longest delay.")
+    max_restarts: int = Field(
+        default=20,
+        ge=0,
+        le=100000,
+        description="Failures in a row (without a stable period) before the job fails.",
+    )
+    reset_after: Duration = Field(
+        default="1h", description="A job that ran this long since its last failure counts afresh."
+    )
+
+
+class FailureDetectionSpec(CamelModel):
+    heartbeat_timeout: Duration = Field(
+        default="10s", description="A TaskManager silent this long (hung, stopped, cut off) is lost."
+    )
+    tolerable_checkpoint_failures: int | None = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Checkpoints in a row that may time out or fail to write before the job fails over "
+            "(as Flink's tolerable-failed-checkpoints); null: any number."
+        ),
+    )
+
+
 class SavepointPolicy(CamelModel):
     """How the operator takes, keeps and disposes of savepoints of this job."""
 
@@ -184,6 +225,8 @@ class StreamJobSpec(CamelModel):
         ),
     )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment of all job pods.")
+    restart_strategy: RestartStrategySpec = Field(default_factory=RestartStrategySpec)
+    failure_detection: FailureDetectionSpec = Field(default_factory=FailureDetectionSpec)
 
     @model_validator(mode="after")
     def _spark_conf_keys(self) -> StreamJobSpec:
