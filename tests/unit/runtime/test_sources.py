@@ -115,22 +115,6 @@ def test_restore_at_another_parallelism_neither_skips_nor_repeats(tmp_path: Path
     assert sorted(emitted) == list(range(120))
 
 
-def test_a_subtask_reads_all_its_unbounded_splits_in_turn_and_restores_each_exactly() -> None:
-    # Unbounded splits never end: read one after the other, every split after the first would starve.
-    source = GeneratorSource(lambda i: i, splits=3)
-    op = SourceOperator("src", source)
-    start(op)
-    first = drain(op, batch=4, limit=36)
-    assert sorted(i % 3 for i in first) == [0] * 12 + [1] * 12 + [2] * 12
-    snapshot = op.snapshot_state(1)
-    assert snapshot is not None and len(snapshot.lists["splits"]) == 3
-    op.close()
-    again = SourceOperator("src", source)
-    start(again, restored=RestoredState(lists=dict(snapshot.lists)))
-    rest = drain(again, batch=4, limit=36)
-    assert sorted(first + rest) == list(range(72)), "each split continues where the snapshot left it"
-
-
 # -- GeneratorSource ----------------------------------------------------------------------------------
 
 

@@ -1,11 +1,7 @@
-"""The head operator of a source task: reads its splits and emits their records.
+"""The head operator of a source task: reads its splits in order and emits their records.
 
 Splits are operator list state: on a fresh start split j goes to subtask j % parallelism; on a restore
 each subtask gets the splits (with their positions) that the checkpoint assigned to it.
-
-A bounded source's splits are read one after the other, in order. An unbounded source's splits never
-end, so reading them in order would leave every split after the first unread: a subtask keeps all of
-its unbounded splits open and takes a batch from each in turn.
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ class SourceOperator(StreamOperator):
         self.uid = uid
         self.source = source
         self._pending: list[Any] = []
-        self._readers: list[SplitReader[Any]] = []
-        self._turn = 0
+        self._reader: SplitReader[Any] | None = None
 
     @property
     def bounded(self) -> bool:
@@ -36,29 +31,30 @@ class SourceOperator(StreamOperator):
         else:
             self._pending = list(restored.lists.get("splits", []))
 
-    def _open_splits(self) -> None:
-        open_at_once = 1 if self.source.bounded else len(self._readers) + len(self._pending)
-        while self._pending and len(self._readers) < open_at_once:
-            self._readers.append(self.source.open_split(self._pending.pop(0)))
+    @property
+    def has_splits(self) -> bool:
+        return self._reader is not None or bool(self._pending)
+
+    def share_of_rate(self, parallelism_splits: int) -> float | None:
+        rate = self.source.records_per_second()
+        if rate is None:
+            return None
+        total = max(1, parallelism_splits)
+        mine = (1 if self._reader is not None else 0) + len(self._pending)
+        return rate * mine / total
 
     def poll(self, max_records: int) -> list[Any] | None:
-        """Up to `max_records` records of the next split in turn; None once every split is exhausted."""
+        """Up to `max_records` records of the current split; None once every split is exhausted."""
         while True:
-            self._open_splits()
-            if not self._readers:
-                return None
-            count = len(self._readers)
-            for step in range(count):
-                i = (self._turn + step) % count
-                batch = self._readers[i].read(max_records)
-                if batch is None:
-                    self._readers.pop(i).close()
-                    break  # the open splits changed: start the round again
-                if batch:
-                    self._turn = i + 1
-                    return batch
-            else:
-                return []  # no split has a record for now
+            if self._reader is None:
+                if not self._pending:
+                    return None
+                self._reader = self.source.open_split(self._pending.pop(0))
+            batch = self._reader.read(max_records)
+            if batch is not None:
+                return batch
+            self._reader.close()
+            self._reader = None
 
     def emit_next(self, max_records: int) -> int:
         """Emits one batch; returns how many records, or -1 when the source has ended."""
@@ -70,10 +66,10 @@ class SourceOperator(StreamOperator):
         return len(batch)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
-        splits = [reader.position() for reader in self._readers] + list(self._pending)
+        splits = ([self._reader.position()] if self._reader is not None else []) + list(self._pending)
         return OperatorSnapshot(lists={"splits": splits}) if splits else None
 
     def close(self) -> None:
-        readers, self._readers = self._readers, []
-        for reader in readers:
-            reader.close()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
