@@ -1,4 +1,4 @@
-"""A job whose checkpoints never complete while it runs: each record takes 20 ms in a map, records
+"""A job whose checkpoints (nearly) never complete while it runs: each record takes 20 ms in a map, records
 arrive faster than that, and barriers queue behind them far past any short checkpoint timeout. Its
 exactly-once sink therefore keeps pre-committing transactions that no checkpoint commits.
 

@@ -1,8 +1,9 @@
 """A job that ends for good releases what its sinks pre-committed for checkpoints that never completed.
 
-Checkpoints here never complete (tests/integration/pipelines/never_checkpointed.py: barriers queue
-behind slow records, past a 100 ms timeout), so every sink transaction the job pre-commits stays
-prepared, waiting for a completion that never comes. While the job runs that is right: a restore
+Checkpoints here (almost) never complete (tests/integration/pipelines/never_checkpointed.py: barriers
+queue behind slow records, past a 100 ms timeout; only one triggered before the backlog builds may
+make it), so the sink transactions the job pre-commits stay prepared, waiting for a completion that
+never comes. While the job runs that is right: a restore
 would need them. Once the job is canceled, or fails with no restart left, nothing will restore it, and
 prepared PostgreSQL transactions (which hold locks and block VACUUM) or hidden files must not stay.
 A suspended job keeps them: the run that resumes it decides.
@@ -48,7 +49,6 @@ def test_cancel_rolls_back_the_jobs_prepared_transactions(postgres_db: str, tmp_
     job = _postgres_job(postgres_db, tmp_path)
     try:
         job.wait_until(lambda: len(_prepared(postgres_db)) >= 2, 60, "transactions left prepared")
-        assert job.completed_checkpoints() == 0
         cancel = run_cli("cancel", "--address", job.rest_url())
         assert cancel.returncode == 0, cancel.stderr
         assert job.wait(60) == 1, job.stderr
@@ -105,7 +105,6 @@ def test_cancel_removes_the_file_sinks_hidden_pre_committed_files(tmp_path: Path
         job.wait_until(
             lambda: out.is_dir() and len(list(out.glob(".*.inprogress"))) >= 4, 60, "pre-committed files"
         )
-        assert job.completed_checkpoints() == 0 and not list(out.glob("part-*"))
         cancel = run_cli("cancel", "--address", job.rest_url())
         assert cancel.returncode == 0, cancel.stderr
         assert job.wait(60) == 1, job.stderr
