@@ -4,7 +4,9 @@
 #     started by tests/testkit/postgres.py in a temporary directory (no system cluster is used);
 #   - a Java 17+ JDK: the runtime for PySpark, and javac for the runtime's Spark-on-Kubernetes feature step
 #     (scripts/build-jvm.sh);
-#   - Maven, which fetches the Kafka broker's jars from Maven Central once (scripts/kafka-jars.sh).
+#   - Maven, which fetches the Kafka broker's jars from Maven Central once (scripts/kafka-jars.sh);
+#   - Chromium, the browser the dashboard tests drive headless through Playwright (browsers cannot be
+#     downloaded by Playwright itself here; the tests point it at /usr/bin/chromium).
 #
 # Idempotent and quick when warm: each package is installed only when what it provides is missing, and
 # apt is not touched at all (no `apt-get update`) when nothing is missing. Non-interactive.
@@ -36,8 +38,12 @@ if ! command -v mvn >/dev/null; then
     missing+=(maven)
 fi
 
+if ! command -v chromium >/dev/null; then
+    missing+=(chromium)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
-    log "nothing to install (PostgreSQL, a Java 17+ JDK and Maven present)"
+    log "nothing to install (PostgreSQL, a Java 17+ JDK, Maven and Chromium present)"
     exit 0
 fi
 
