@@ -4,9 +4,13 @@ Every connection proves it holds the job's secret before its first frame is read
 `sluice.transport.handshake`); messages are JSON checked against `TO_COORDINATOR`. A TaskManager that
 sends something malformed is disconnected, which the job master sees as a lost TaskManager.
 
-TaskManagers report their metrics every half second, which doubles as their heartbeat. One that sends
-nothing for the heartbeat timeout (stopped, hung in a user function, cut off by a partition that TCP
-has not noticed yet) is disconnected the same way: a silent TaskManager must not hold a job forever.
+Each TaskManager also opens a second connection on which a thread of its own sends a heartbeat every
+half second (`sluice.engine._pulse`); every message on either connection counts as a sign of life. One
+that sends nothing for the heartbeat timeout (stopped, crashed without its sockets closing, cut off by a
+partition that TCP has not noticed yet) is disconnected, which the job master sees as a lost
+TaskManager: a silent TaskManager must not hold a job forever. A TaskManager whose event loop is busy
+(a slow user function, a sink waiting on storage) keeps heartbeating; a task stuck for good fails the
+job over through the checkpoint timeout.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class ControlServer:
         self._tls = tls
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._watchdog: asyncio.Task[None] | None = None
+        self._heartbeat_writers: set[asyncio.StreamWriter] = set()
         self.wire = Wire.build(self._secret, max_frame_bytes, tls)
 
     def launch(self) -> TaskManagerLaunch:
@@ -117,6 +122,9 @@ class ControlServer:
         attempt = self.attempt
         try:
             hello = decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
+            if hello["type"] == "heartbeat":
+                await self._serve_heartbeats(hello, reader, writer)
+                return
             if hello["type"] != "register":
                 raise MessageError(f"a TaskManager must register first, not send {hello['type']!r}")
             link = TaskManagerLink(
@@ -142,6 +150,23 @@ class ControlServer:
                 self.on_lost(link, attempt)
             writer.close()
 
+    async def _serve_heartbeats(
+        self, beat: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """A heartbeat connection carries heartbeats only. One counts for the registered TaskManager
+        it names (index, pid and data port), never for another attempt's TaskManager of that index."""
+        self._heartbeat_writers.add(writer)
+        try:
+            while True:
+                if beat["type"] != "heartbeat":
+                    raise MessageError(f"a heartbeat connection carries heartbeats, not {beat['type']!r}")
+                link = self.links.get(beat["tm"])
+                if link is not None and (link.pid, link.data_port) == (beat["pid"], beat["dataPort"]):
+                    link.last_seen = time.monotonic()
+                beat = decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
+        finally:
+            self._heartbeat_writers.discard(writer)
+
     def broadcast(self, message: dict[str, Any]) -> None:
         for link in self.links.values():
             link.send(message)
@@ -166,5 +191,7 @@ class ControlServer:
         if self._watchdog is not None:
             self._watchdog.cancel()
         await self.close_links()
+        for writer in list(self._heartbeat_writers):
+            writer.close()
         if self._server is not None:
             self._server.close()

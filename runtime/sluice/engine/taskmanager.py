@@ -21,6 +21,7 @@ import cloudpickle
 
 from sluice.checkpoint.restore import Share, restored_share
 from sluice.checkpoint.storage import read_metadata
+from sluice.engine._pulse import Pulse
 from sluice.engine.chain import OperatorChain
 from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
 from sluice.engine.context import Metrics
@@ -81,6 +82,16 @@ class TaskManager:
                 "pid": os.getpid(),
             }
         )
+        pulse = Pulse(
+            self.wire,
+            self.coordinator_host,
+            self.coordinator_port,
+            tm=self.index,
+            pid=os.getpid(),
+            data_port=self.data.port,
+            interval_s=HEARTBEAT_SECONDS,
+        )
+        pulse.start()
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             while True:
@@ -96,6 +107,7 @@ class TaskManager:
         except (asyncio.IncompleteReadError, ConnectionError):
             return 1
         finally:
+            pulse.stop()
             heartbeat.cancel()
             for runner in self._runners:
                 runner.cancel()
@@ -126,6 +138,7 @@ class TaskManager:
                         )
 
     async def _heartbeat(self) -> None:
+        # The metrics report; liveness is the Pulse thread's, which a busy event loop cannot delay.
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             self.report(

@@ -48,6 +48,8 @@ TO_COORDINATOR: dict[str, dict[str, tuple[type, ...]]] = {
     "ack": {"checkpoint": _INT, "vertex": _INT, "subtask": _INT, "operators": _LIST, "endOfData": _BOOL},
     "decline": {"checkpoint": _INT, "vertex": _INT, "subtask": _INT, "reason": _STR},
     "metrics": {"tm": _INT, "metrics": _DICT},
+    # Sent by a TaskManager's heartbeat thread on a connection of its own (see engine/_pulse.py).
+    "heartbeat": {"tm": _INT, "pid": _INT, "dataPort": _INT},
 }
 
 

@@ -7,6 +7,7 @@ hold every row exactly once.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -74,3 +75,27 @@ def test_checkpoints_that_keep_timing_out_fail_the_job_over_unless_tolerated(tmp
         assert lenient.get("/v1/job")["restarts"] == 0
     finally:
         lenient.kill()
+
+
+STALLING_MAP = PIPELINES / "stalling_map.py"
+
+
+def test_a_taskmanager_busy_longer_than_the_heartbeat_timeout_is_not_lost(tmp_path: Path) -> None:
+    """The heartbeat says the process is alive and reachable, not that its event loop is free: a user
+    function or a sink call that blocks the loop for longer than the timeout (slow storage) must not
+    fail the attempt. Stuck tasks are the checkpoint timeout's business, as in Flink."""
+    out, count = tmp_path / "out", 20_000
+    job = SluiceJob(
+        STALLING_MAP,
+        *("--arg", f"n={count}", "--arg", "stall=4", "--arg", f"out={out}"),
+        *("--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--checkpoint-interval", "500ms"),
+        *("--checkpoint-timeout", "30s", "--heartbeat-timeout", "1s", "--restart-delay", "100ms"),
+    )
+    try:
+        code = job.wait(120)
+    finally:
+        job.kill()
+    assert code == 0, job.stderr
+    # A restart is logged as "attempt N failed: <why>; restarting in ..."
+    assert "failed:" not in job.stderr, job.stderr
+    assert read_output(f"file://{out}") == collections.Counter(str(i) for i in range(count))
