@@ -133,7 +133,7 @@ def parser() -> argparse.ArgumentParser:
         "--heartbeat-timeout",
         type=_duration,
         default=10.0,
-        help="a TaskManager silent this long (stopped, hung, cut off) fails the attempt; default 10s",
+        help="a TaskManager silent this long (stopped, crashed, cut off) fails the attempt; default 10s",
     )
     run.add_argument(
         "--internal-tls",
