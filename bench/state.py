@@ -1,0 +1,152 @@
+"""Benchmark W4: keyed state at 10k, 2M and 20M keys, checkpointing every second, one command.
+
+    .venv/bin/python bench/state.py [--keys 10000,2000000,20000000] [--seconds 60]
+        [--state-backend heap] [--peer / --no-peer]
+
+For each key count, `sluice run --host processes --parallelism 2 --checkpoint-interval 1s` runs
+bench/_state_w4.py (a generator keyed by `i % keys` into a keyed process function counting per key in
+ValueState, nothing emitted) for `--seconds` after its first record, then is cancelled. Reported:
+records/s through the counting operator over the run (after a warm-up of a fifth of it), checkpoint
+duration p50/max, the synchronous part p50/max (the time record processing stopped for the snapshot),
+bytes written per checkpoint (p50), the full state size of the last checkpoint, and the peak RSS of a
+TaskManager. Then the peer, Spark Structured Streaming with the RocksDB state store, on the same count
+(bench/_state_spark.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _harness import REPO, BenchJob, environment_note
+
+W4 = REPO / "bench" / "_state_w4.py"
+
+
+def _records_in(job: BenchJob) -> int:
+    view = job.get("/v1/job")
+    return sum(v["metrics"]["recordsIn"] for v in view["vertices"] if "count" in v["uids"])
+
+
+def run_sluice(keys: int, seconds: float, work: Path, backend: str | None) -> dict[str, Any]:
+    chk = work / f"chk-{keys}-{time.monotonic_ns()}"
+    options = ["--arg", f"keys={keys}", "--parallelism", "2", "--host", "processes"]
+    options += ["--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w4"]
+    if backend is not None:
+        options += ["--state-backend", backend]
+    job = BenchJob(W4, *options)
+    try:
+        job.wait_ready()
+        while _records_in(job) == 0:
+            time.sleep(0.1)
+        warmup = seconds / 5
+        time.sleep(warmup)
+        t0, n0 = time.monotonic(), _records_in(job)
+        time.sleep(seconds - warmup)
+        t1, n1 = time.monotonic(), _records_in(job)
+        history = job.get("/v1/checkpoints")["history"]
+        job.post("/v1/job/cancel", {})
+        job.process.wait(120)  # a canceled job exits non-zero by design
+    finally:
+        if job.process.poll() is None:
+            job.process.kill()
+        shutil.rmtree(chk, ignore_errors=True)
+    done = [c for c in history if c["status"] == "COMPLETED" and c["kind"] == "checkpoint"]
+    failed = sum(c["status"] == "FAILED" for c in history)
+    durations = [c["completionTime"] - c["triggerTime"] for c in done]
+    sync = [c["syncMs"] for c in done if c.get("syncMs") is not None]
+    written = [c["bytesWritten"] for c in done if c.get("bytesWritten") is not None]
+    full = [c["stateSize"] for c in done if c.get("stateSize") is not None]
+    return {
+        "keys": keys,
+        "records_per_s": (n1 - n0) / (t1 - t0),
+        "checkpoints": len(done),
+        "failed": failed,
+        "duration_ms": (statistics.median(durations), max(durations)) if durations else None,
+        "sync_ms": (statistics.median(sync), max(sync)) if sync else None,
+        "written_p50": statistics.median(written) if written else None,
+        "state_size": full[0] if full else None,
+        "peak_rss": job.max_peak_rss(),
+    }
+
+
+def _mib(n: float | None) -> str:
+    return "n/a" if n is None else f"{n / 2**20:,.1f} MiB"
+
+
+def _pair(p: tuple[float, float] | None) -> str:
+    return "n/a" if p is None else f"{p[0]:,.0f} / {p[1]:,.0f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--keys", default="10000,2000000,20000000", help="key counts, comma-separated")
+    parser.add_argument("--seconds", type=float, default=60.0, help="run time per key count")
+    parser.add_argument("--state-backend", default=None, help="passed to sluice run (default: its default)")
+    parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True)
+    args = parser.parse_args()
+    keys = [int(k) for k in args.keys.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="sluice-w4-"))
+    print(f"# W4, {args.seconds:g} s per key count ({environment_note()})\n")
+    rows = []
+    try:
+        for k in keys:
+            rows.append(run_sluice(k, args.seconds, work, args.state_backend))
+            base = rows[0]["records_per_s"]
+            r = rows[-1]
+            print(
+                f"keys {k:,}: {r['records_per_s']:,.0f} records/s ({r['records_per_s'] / base:.2f}x), "
+                f"checkpoints {r['checkpoints']} completed / {r['failed']} failed, duration p50/max "
+                f"{_pair(r['duration_ms'])} ms, sync p50/max {_pair(r['sync_ms'])} ms, written p50 "
+                f"{_mib(r['written_p50'])}, state {_mib(r['state_size'])}, TaskManager peak RSS "
+                f"{_mib(r['peak_rss'])}",
+                flush=True,
+            )
+        peers = []
+        if args.peer:
+            from _state_spark import run_w4_structured_streaming
+
+            for k in keys:
+                peers.append(run_w4_structured_streaming(k, args.seconds, work / f"ss-{k}"))
+                p = peers[-1]
+                print(
+                    f"peer keys {k:,}: {p['records_per_s']:,.0f} records/s, "
+                    f"batch p50 {p['batch_ms_p50']} ms, "
+                    f"state commit p50/max {p['commit_ms_p50']} / {p['commit_ms_max']} ms, peak RSS "
+                    f"{_mib(p['peak_rss_bytes'])}",
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        "\n| keys | records/s | vs 10k | checkpoint p50 / max ms | sync part p50 / max ms "
+        "| written per checkpoint p50 | full state | TaskManager peak RSS | peer records/s | Sluice / peer |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    base = rows[0]["records_per_s"]
+    for i, r in enumerate(rows):
+        peer = peers[i]["records_per_s"] if i < len(peers) else None
+        ratio = f"{r['records_per_s'] / peer:.2f}x" if peer else "n/a"
+        print(
+            f"| {r['keys']:,} | {r['records_per_s']:,.0f} | {r['records_per_s'] / base:.2f}x "
+            f"| {_pair(r['duration_ms'])} | {_pair(r['sync_ms'])} | {_mib(r['written_p50'])} "
+            f"| {_mib(r['state_size'])} | {_mib(r['peak_rss'])} "
+            f"| {'n/a' if peer is None else f'{peer:,.0f}'} "
+            f"| {ratio} |"
+        )
+    print(
+        "\nGoals (issue 12): 2M keys >= 0.70x the 10k rate with checkpoint p50 < 300 ms; 20M keys at <= 1 GiB"
+        " per TaskManager with a checkpoint completing every interval. The peer's peak RSS is its whole JVM"
+        " + driver; its 'state commit' is RocksDB's flush + checkpoint latency per batch."
+    )
+
+
+if __name__ == "__main__":
+    main()
