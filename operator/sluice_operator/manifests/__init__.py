@@ -17,6 +17,7 @@ from .network import network_policy, network_policy_name
 from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
 from .run import Run, checkpoint_dir, deployed_spec_json, expand, savepoint_dir, spec_hash
 from .savepoint import operator_savepoint, savepoint_name
+from .savepoint_targets import allowed_savepoint_prefixes, target_refusal
 from .secret import REST_TOKEN_KEY, SPARK_SECRET_KEY, job_secret, job_secret_name
 from .taskmanager import taskmanager_pod_template
 
@@ -28,6 +29,7 @@ __all__ = [
     "Manifest",
     "Owner",
     "Run",
+    "allowed_savepoint_prefixes",
     "checkpoint_dir",
     "config_map",
     "config_map_name",
@@ -54,6 +56,7 @@ __all__ = [
     "sluice_run_args",
     "spark_conf",
     "spec_hash",
+    "target_refusal",
     "taskmanager_pod_template",
     "taskmanager_prefix",
 ]

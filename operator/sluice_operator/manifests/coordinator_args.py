@@ -115,6 +115,8 @@ def sluice_run_args(run: Run) -> list[str]:
         else str(spec.failure_detection.tolerable_checkpoint_failures),
         "--savepoint-dir",
         run.savepoint_dir,
+        # The job's savepoint and checkpoint directories are allowed by default; these are the others.
+        *(a for prefix in run.config.allowed_savepoint_prefixes for a in ("--savepoint-dir-allow", prefix)),
         "--rest-port",
         str(REST_PORT),
         "--rest-host",

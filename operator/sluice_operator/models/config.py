@@ -17,6 +17,7 @@ ENV_ALLOW_PRIVILEGED = "SLUICE_OPERATOR_ALLOW_PRIVILEGED_PODS"
 ENV_NETWORK_POLICIES = "SLUICE_OPERATOR_NETWORK_POLICIES"
 ENV_POD_NAMESPACE = "SLUICE_OPERATOR_POD_NAMESPACE"
 ENV_POD_LABELS = "SLUICE_OPERATOR_POD_LABELS"
+ENV_SAVEPOINT_PREFIXES = "SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES"
 DEFAULT_STORAGE = "file:///var/lib/sluice"
 
 
@@ -47,6 +48,8 @@ class OperatorConfig:
     network_policies: bool = False
     operator_namespace: str | None = None
     operator_pod_labels: Mapping[str, str] = field(default_factory=dict)
+    # Savepoint target directories allowed besides each job's own savepoint and checkpoint directories.
+    allowed_savepoint_prefixes: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -69,6 +72,14 @@ class OperatorConfig:
                 f"{ENV_NETWORK_POLICIES}=true needs {ENV_POD_LABELS} (k=v,...): the labels of the operator's "
                 "pods, the only pods the NetworkPolicies let call a coordinator's REST API"
             )
+        listed = env.get(ENV_SAVEPOINT_PREFIXES, "").split(",")
+        prefixes = tuple(p.strip().rstrip("/") for p in listed if p.strip())
+        for prefix in prefixes:
+            if not URI_RE.match(prefix):
+                raise ConfigError(
+                    f"{ENV_SAVEPOINT_PREFIXES}: {prefix!r} is not an absolute path or a URI such as "
+                    "s3://bucket/savepoints (write a comma-separated list)"
+                )
         job_env = {k[len(ENV_JOB_ENV) :]: v for k, v in env.items() if k.startswith(ENV_JOB_ENV) and v}
         return cls(
             storage=storage,
@@ -80,6 +91,7 @@ class OperatorConfig:
             network_policies=policies,
             operator_namespace=env.get(ENV_POD_NAMESPACE) or None,
             operator_pod_labels=labels,
+            allowed_savepoint_prefixes=prefixes,
         )
 
 

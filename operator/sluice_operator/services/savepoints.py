@@ -97,6 +97,10 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
             _finish(plan, view, _with(view, state=SavepointState.FAILED, error=view.spec_error))
             continue
         stop = view.spec.stop
+        refusal = _target_refusal(ctx, view) if status.trigger_id is None else None
+        if refusal is not None:  # refused before anything else: a stop it asks for does not happen either
+            _finish(plan, view, _with(view, state=SavepointState.FAILED, error=refusal))
+            continue
         if status.trigger_id is not None:
             new = _follow(ctx, obs, view)
             if new is None:
@@ -153,6 +157,14 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
         else:
             plan.soon(2.0)  # the coordinator is starting; trigger once the job runs
     return outlook
+
+
+def _target_refusal(ctx: JobContext, view: SavepointView) -> str | None:
+    assert view.spec is not None
+    if view.spec.target_directory is None:
+        return None  # the job's own savepoint directory
+    allowed = m.allowed_savepoint_prefixes(ctx.spec, ctx.owner, ctx.config)
+    return m.target_refusal(view.spec.target_directory, allowed)
 
 
 def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointStatus | None:
