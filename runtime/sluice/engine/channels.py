@@ -4,6 +4,9 @@ Every channel ends in an `InputChannel` of the receiving subtask: a queue of at 
 A sender that finds it full waits, so a slow consumer slows its producers instead of filling memory.
 Local senders put into the queue directly; remote senders write to a socket whose reader puts into the
 queue (and stops reading while it is full, which lets TCP flow control push back on the sender).
+
+How long a sender waits for room is its backpressured time (`sluice.engine._task_metrics`): an output
+channel times its waits on the `clock` its subtask gives it; a send that finds room is not timed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import contextlib
 from collections import deque
 
+from sluice.engine._task_metrics import WaitClock
 from sluice.engine.events import Event
 
 DEFAULT_CAPACITY = 8
@@ -53,6 +57,9 @@ class InputChannel:
     def __len__(self) -> int:
         return len(self._queue)
 
+    def is_full(self) -> bool:
+        return len(self._queue) >= self.capacity
+
 
 class InputGate:
     """All input channels of one subtask; hands out events round-robin from channels not blocked."""
@@ -92,6 +99,15 @@ class InputGate:
     def poll_ready(self) -> bool:
         return any(len(c) and i not in self.blocked for i, c in enumerate(self.channels))
 
+    def fill(self) -> tuple[int, int]:
+        """Events queued in the channels still open, and their capacity: how far upstream is ahead."""
+        queued = capacity = 0
+        for i, channel in enumerate(self.channels):
+            if i not in self.closed:
+                queued += len(channel)
+                capacity += channel.capacity
+        return queued, capacity
+
     def rotate(self) -> None:
         """Moves to the next channel so that one busy channel does not starve the others."""
         if self.channels:
@@ -100,6 +116,9 @@ class InputGate:
 
 class OutputChannel:
     """Where one subtask sends events to one downstream subtask."""
+
+    clock: WaitClock | None = None
+    """Times the sender's waits for room (its backpressure), when the sending subtask measures them."""
 
     async def send(self, event: Event) -> None:
         raise NotImplementedError
@@ -113,4 +132,12 @@ class LocalOutputChannel(OutputChannel):
         self.target = target
 
     async def send(self, event: Event) -> None:
-        await self.target.put(event)
+        target, clock = self.target, self.clock
+        if clock is None or not target.is_full():
+            await target.put(event)
+            return
+        clock.start()
+        try:
+            await target.put(event)
+        finally:
+            clock.stop()

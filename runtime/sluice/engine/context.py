@@ -3,28 +3,67 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
+from sluice.engine._task_metrics import WaitClock
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
 from sluice.state.operator_state import OperatorStateStore
 
 
 class Metrics:
-    """Counters a subtask reports to the coordinator with every heartbeat."""
+    """Counters and clocks a subtask reports to the coordinator with every heartbeat.
 
-    __slots__ = ("late_records_dropped", "records_in", "records_out")
+    Everything is cumulative (counts, nanoseconds) so that a lost or late heartbeat loses nothing: the
+    coordinator derives rates from the difference of two samples (`sluice.coordinator.metrics`).
+    """
+
+    __slots__ = (
+        "_ended_ns",
+        "_started_ns",
+        "backpressure",
+        "idle",
+        "late_records_dropped",
+        "probe",
+        "records_in",
+        "records_out",
+    )
 
     def __init__(self) -> None:
         self.records_in = 0
         self.records_out = 0
         self.late_records_dropped = 0
+        self.idle = WaitClock()
+        """Waiting for input."""
+        self.backpressure = WaitClock()
+        """Waiting for room in a full output channel."""
+        self.probe: Callable[[], tuple[int | None, int, int]] | None = None
+        """Set by the subtask: (input watermark or None, events queued in its input channels, their
+        capacity); read when a heartbeat is sent."""
+        self._started_ns = time.monotonic_ns()
+        self._ended_ns = 0
 
-    def as_dict(self) -> dict[str, int]:
+    def ended(self) -> None:
+        """The subtask is done: its clocks stop, so its rates fall to zero instead of counting busy time."""
+        if not self._ended_ns:
+            self.idle.stop()
+            self.backpressure.stop()
+            self._ended_ns = time.monotonic_ns()
+
+    def as_dict(self) -> dict[str, int | None]:
+        now = self._ended_ns or time.monotonic_ns()
+        watermark, queued, capacity = self.probe() if self.probe is not None else (None, 0, 0)
         return {
             "recordsIn": self.records_in,
             "recordsOut": self.records_out,
             "lateRecordsDropped": self.late_records_dropped,
+            "timeNs": now - self._started_ns,
+            "idleNs": self.idle.read(now),
+            "backpressuredNs": self.backpressure.read(now),
+            "inputWatermark": watermark,
+            "inputQueueLength": queued,
+            "inputQueueCapacity": capacity,
         }
 
 

@@ -28,6 +28,7 @@ from sluice.engine.channels import InputGate
 from sluice.engine.context import Metrics, processing_time_ms
 from sluice.engine.events import (
     MAX_WATERMARK,
+    MIN_WATERMARK,
     CancelCheckpoint,
     CheckpointBarrier,
     EndOfData,
@@ -101,6 +102,9 @@ class StreamTask:
         self._pending_writes: set[asyncio.Task[None]] = set()
         self._idle_rounds = 0
         self._source = chain.head if isinstance(chain.head, SourceOperator) else None
+        metrics.probe = self._probe
+        for writer in chain.writers:
+            writer.time_waits(metrics.backpressure)
 
     def is_done(self) -> bool:
         """The final checkpoint completed: the task closes now."""
@@ -114,7 +118,16 @@ class StreamTask:
         if self.gate is not None:
             self.gate.notify()
 
+    def _probe(self) -> tuple[int | None, int, int]:
+        """Input watermark (None before the first one) and input queue fill, for a heartbeat."""
+        if self.gate is None:
+            return None, 0, 0
+        watermark = self.valve.current
+        return (None if watermark == MIN_WATERMARK else watermark), *self.gate.fill()
+
     def _state(self, state: str, **extra: Any) -> None:
+        if state in ("FINISHED", "FAILED"):
+            self.metrics.ended()
         self.report(
             {"type": "task", "vertex": self.vertex.id, "subtask": self.subtask_index, "state": state, **extra}
         )
@@ -207,13 +220,18 @@ class StreamTask:
             backoff = min(0.05, 0.001 * 2 ** min(self._idle_rounds, 6))
             poll = backoff if self.rate is None else max(backoff, BATCH_SIZE / self.rate / 4)
             timeout = min(timeout or 1.0, poll)
-        if self.gate is not None:
-            await self.gate.wait(timeout)
-        else:
-            self.wakeup.clear()
-            if not self.mailbox:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wakeup.wait(), timeout)
+        idle = self.metrics.idle
+        idle.start()
+        try:
+            if self.gate is not None:
+                await self.gate.wait(timeout)
+            else:
+                self.wakeup.clear()
+                if not self.mailbox:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wakeup.wait(), timeout)
+        finally:
+            idle.stop()
 
     def _fire_processing_timers(self) -> None:
         timer = self.chain.next_processing_timer()
@@ -349,15 +367,19 @@ class StreamTask:
         # The barrier goes downstream before any record that follows it: nothing is processed between
         # broadcasting it and taking the snapshot.
         self.chain.broadcast(barrier)
-        acks = self.chain.snapshot(cid)
+        # What blocks record processing: from here to the end of the chain's synchronous snapshot.
+        started = time.perf_counter()
+        acks = self.chain.snapshot(cid, barrier.is_savepoint)
+        sync_ms = (time.perf_counter() - started) * 1000
         if self.end_of_data and self._final_checkpoint is None:
             self._final_checkpoint = cid
-        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location))
+        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location, sync_ms))
         self._pending_writes.add(write)
         write.add_done_callback(self._pending_writes.discard)
         await self._flush(True)
 
-    async def _write_and_ack(self, cid: int, acks: list[OperatorAck], target: str) -> None:
+    async def _write_and_ack(self, cid: int, acks: list[OperatorAck], target: str, sync_ms: float) -> None:
+        started = time.perf_counter()
         operators = []
         try:
             for ack in acks:
@@ -375,6 +397,14 @@ class StreamTask:
                     name = f"{ack.uid}-{self.subtask_index}.state"
                     handle["size"] = await asyncio.to_thread(write_bytes, target, name, ack.data)
                     handle["path"] = name
+                handle["bytesWritten"] = handle["stateSize"] = handle["size"]
+                if ack.keyed is not None:
+                    stem = f"{ack.uid}-{self.subtask_index}"
+                    keyed = await asyncio.to_thread(ack.keyed.write, target, stem)
+                    ack.keyed.written(keyed)
+                    handle["keyedFiles"] = [f.as_json() for f in keyed.chain]
+                    handle["bytesWritten"] += keyed.written
+                    handle["stateSize"] += keyed.state_size
                 operators.append(handle)
         except Exception as err:
             self.report(
@@ -389,6 +419,11 @@ class StreamTask:
                 }
             )
             return
+        finally:
+            # Back on the task's thread: the frozen keyed state takes the writes made meanwhile.
+            for ack in acks:
+                if ack.keyed is not None:
+                    ack.keyed.release()
         self.report(
             {
                 "type": "ack",
@@ -397,6 +432,8 @@ class StreamTask:
                 "subtask": self.subtask_index,
                 "operators": operators,
                 "endOfData": self.end_of_data,
+                "syncMs": round(sync_ms, 3),
+                "asyncMs": round((time.perf_counter() - started) * 1000, 3),
             }
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from itertools import compress
 from typing import Any
 
+from sluice.engine._task_metrics import WaitClock
 from sluice.engine.channels import OutputChannel
 from sluice.engine.events import Event, RecordBatch
 from sluice.graph.transformations import Partitioning, PartitionKind
@@ -114,6 +115,11 @@ class RecordWriter:
     def broadcast_event(self, event: Event) -> None:
         for buffer in self.buffers:
             buffer.event(event)
+
+    def time_waits(self, clock: WaitClock) -> None:
+        """Every wait for room in one of this edge's channels counts on `clock` (backpressure)."""
+        for buffer in self.buffers:
+            buffer.channel.clock = clock
 
     def has_full_batches(self) -> bool:
         return any(b.outbox for b in self.buffers)

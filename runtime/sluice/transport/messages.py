@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +54,22 @@ TO_COORDINATOR: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 
+def _check_metrics(message: Mapping[str, Any]) -> None:
+    """A heartbeat's samples: `"<vertex>:<subtask>"` -> {figure name: number or null}."""
+    for key, sample in message["metrics"].items():
+        vertex, sep, subtask = key.partition(":")
+        if not (sep and vertex.isdecimal() and subtask.isdecimal() and isinstance(sample, dict)):
+            raise MessageError(f"metrics must map 'vertex:subtask' to an object, not {key!r}: {sample!r}")
+        for name, value in sample.items():
+            number = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+            if not (value is None or (number and not isinstance(value, bool))):
+                raise MessageError(f"metric {name!r} of subtask {key} is {value!r}, not a number")
+
+
+# Checks of nested fields, after the top-level schema passed.
+_DEEP_CHECKS = {"metrics": _check_metrics}
+
+
 class MessageError(ValueError):
     """A control message that is not JSON or does not match its schema."""
 
@@ -82,6 +99,9 @@ def decode_message(payload: bytes, schema: Mapping[str, Mapping[str, tuple[type,
                 f"field {name!r} of control message {kind!r} is {type(value).__name__}, "
                 f"not {' or '.join(t.__name__ for t in accepted)}"
             )
+    deep = _DEEP_CHECKS.get(str(kind)) if schema is TO_COORDINATOR else None
+    if deep is not None:
+        deep(message)
     return message
 
 
