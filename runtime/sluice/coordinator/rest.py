@@ -2,6 +2,13 @@
 
 Who may call what is decided in front of the handlers (`_rest_auth`); what a body may hold is checked by
 `_rest_input`. A handler only turns a checked request into a call on the job master.
+
+The same server answers GET /metrics (Prometheus text format, `_prometheus`), which is a read like
+GET /v1/job and needs the token when reads do (--rest-auth all): it names the job's operators, as the
+job document does, and Prometheus sends a bearer token from a file or a Secret. The dashboard's static
+files (`/` and `/dashboard/...`, `sluice.coordinator.dashboard`) are open in every mode: they hold no
+job data, and a browser cannot add a header when it opens a page; the page itself sends the token with
+every call it makes.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ import itertools
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
+from sluice.coordinator import dashboard
+from sluice.coordinator._prometheus import CONTENT_TYPE, PrometheusExporter
 from sluice.coordinator._rest_auth import RestAuth, auth_middleware
 from sluice.coordinator._rest_input import (
     BadRequest,
@@ -22,8 +31,12 @@ from sluice.coordinator._rest_input import (
     savepoint_request,
 )
 from sluice.coordinator.jobmaster import JobMaster
+from sluice.coordinator.metrics import MetricsHistory
+from sluice.coordinator.views import job_view
 
 _trigger_ids = itertools.count(1)
+SAMPLE_S = 0.5
+"""How often the job's latest heartbeats are taken into the rate window (as often as they come)."""
 
 
 class RestApi:
@@ -32,9 +45,14 @@ class RestApi:
         self.targets = targets
         self.savepoints: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.app = web.Application(middlewares=[_bad_requests, auth_middleware(auth)])
+        self.history = MetricsHistory()
+        self._prometheus = PrometheusExporter(job, self.history)
+        self._sampler: asyncio.Task[None] | None = None
+        self.app = web.Application(middlewares=[_bad_requests, _static_open(auth_middleware(auth))])
         self.app.add_routes(
             [
+                *dashboard.routes(),
+                web.get("/metrics", self.metrics),
                 web.get("/v1/health", self.health),
                 web.get("/v1/job", self.get_job),
                 web.get("/v1/checkpoints", self.get_checkpoints),
@@ -53,11 +71,24 @@ class RestApi:
         await site.start()
         bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}"
+        self._sampler = asyncio.create_task(self._sample())
         return self.url
 
     async def stop(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _sample(self) -> None:
+        # Rates need two samples of a subtask: taking them as heartbeats come, not only when someone
+        # asks, lets the first GET /v1/job or scrape show rates already.
+        while True:
+            self.history.ingest(self.job.metrics)
+            await asyncio.sleep(SAMPLE_S)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._prometheus.render(), headers={"Content-Type": CONTENT_TYPE})
 
     async def health(self, request: web.Request) -> web.Response:
         # The job id lets the job's own user's CLI pick the stored token (sluice._tokens); it is not a
@@ -65,7 +96,8 @@ class RestApi:
         return web.json_response({"ok": True, "jobId": self.job.config.job_id})
 
     async def get_job(self, request: web.Request) -> web.Response:
-        return web.json_response(self.job.as_json())
+        self.history.ingest(self.job.metrics)
+        return web.json_response(job_view(self.job, self.history))
 
     async def get_checkpoints(self, request: web.Request) -> web.Response:
         cc = self.job.checkpoints
@@ -143,6 +175,18 @@ class RestApi:
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+def _static_open(auth: Middleware) -> Middleware:
+    """`auth`, except for reading the dashboard's static files (see the module's docstring)."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method in ("GET", "HEAD") and dashboard.is_static(request.path):
+            return await handler(request)
+        return await auth(request, handler)
+
+    return check
 
 
 @web.middleware

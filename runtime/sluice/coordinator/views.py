@@ -2,56 +2,100 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from sluice.coordinator.metrics import MetricsHistory, vertex_figures
 
 if TYPE_CHECKING:
     from sluice.coordinator.jobmaster import JobMaster
 
 _METRICS = ("recordsIn", "recordsOut", "lateRecordsDropped")
+_RECENT_CHECKPOINTS = 10
 
 
 def sum_metrics(samples: Iterable[dict[str, int]]) -> dict[str, int]:
     total = dict.fromkeys(_METRICS, 0)
     for values in samples:
         for key in _METRICS:
-            total[key] += values.get(key, 0)
+            value = values.get(key, 0)
+            total[key] += value if isinstance(value, int) else 0
     return total
 
 
-def job_view(job: JobMaster) -> dict[str, Any]:
+def checkpoint_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint of GET /v1/checkpoints' history with its duration, for views that show a few."""
+    trigger, completion = entry.get("triggerTime"), entry.get("completionTime")
+    duration = entry.get("durationMs")
+    if duration is None and isinstance(trigger, int) and isinstance(completion, int):
+        duration = completion - trigger
+    return {**entry, "durationMs": duration}
+
+
+def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str, Any]:
+    """The job document; rates and gauges come from `history` (None while there is none)."""
+    if history is None:
+        history = MetricsHistory()
+        history.ingest(job.metrics)
+    now_ms = time.time_ns() // 1_000_000
     states = list(job.subtasks.values())
     vertices = []
+    read_rate: list[float] = []
+    written_rate: list[float] = []
     for vertex in job.graph.vertices:
         empty = dict.fromkeys(_METRICS, 0)
-        per_subtask = [job.metrics.get(f"{vertex.id}:{s}", empty) for s in range(vertex.parallelism)]
-        subtasks = [
-            {
-                "index": s,
-                "state": job.subtasks.get((vertex.id, s), "CREATED"),
-                "taskManager": job.placement.get((vertex.id, s)),
-                "metrics": per_subtask[s],
-            }
-            for s in range(vertex.parallelism)
-        ]
+        subtasks = []
+        figures = []
+        for s in range(vertex.parallelism):
+            key = f"{vertex.id}:{s}"
+            state = job.subtasks.get((vertex.id, s), "CREATED")
+            sample = job.metrics.get(key, empty)
+            counts = {k: sample.get(k, 0) for k in _METRICS}
+            rates = history.subtask(key, finished=state == "FINISHED", now_ms=now_ms)
+            figures.append(rates)
+            subtasks.append(
+                {
+                    "index": s,
+                    "state": state,
+                    "taskManager": job.placement.get((vertex.id, s)),
+                    "metrics": {**counts, **rates},
+                }
+            )
+        totals = sum_metrics(job.metrics.get(f"{vertex.id}:{s}", empty) for s in range(vertex.parallelism))
+        combined = vertex_figures(figures)
+        if vertex.is_source and combined["recordsInPerSecond"] is not None:
+            read_rate.append(combined["recordsInPerSecond"])
+        if not vertex.outputs and combined["recordsOutPerSecond"] is not None:
+            written_rate.append(combined["recordsOutPerSecond"])
         vertices.append(
             {
                 "id": vertex.id,
                 "name": vertex.name,
                 "uids": vertex.uids,
                 "parallelism": vertex.parallelism,
+                "inputs": [
+                    {"vertex": edge.source, "partitioning": edge.partitioning.kind.value}
+                    for edge in vertex.inputs
+                ],
                 "subtasks": subtasks,
-                "metrics": sum_metrics(per_subtask),
+                "finishedSubtasks": sum(t["state"] == "FINISHED" for t in subtasks),
+                "metrics": {**totals, **combined},
             }
         )
     checkpoints = job.checkpoints
     failures = [r for r in checkpoints.history if r.status == "FAILED"] if checkpoints else []
+    recent = (
+        [r.as_json() for r in reversed(checkpoints.history[-_RECENT_CHECKPOINTS:])] if checkpoints else []
+    )
+    end = job.end_ms if job.end_ms is not None else now_ms
     return {
         "jobId": job.config.job_id,
         "name": job.graph.name,
         "state": job.state,
         "startTime": job.start_ms,
         "endTime": job.end_ms,
+        "uptimeMs": max(0, end - job.start_ms),
         "attempt": job.attempt,
         "restarts": job.restarts,
         "error": job.error,
@@ -67,6 +111,7 @@ def job_view(job: JobMaster) -> dict[str, Any]:
             "lastFailure": (
                 {"id": failures[-1].checkpoint_id, "error": failures[-1].error} if failures else None
             ),
+            "recent": [checkpoint_summary(entry) for entry in recent],
         },
         "vertices": vertices,
         "taskManagers": [
@@ -74,4 +119,8 @@ def job_view(job: JobMaster) -> dict[str, Any]:
             for link in job.taskmanager_links()
         ],
         "metrics": sum_metrics(job.metrics.values()),
+        "rates": {
+            "recordsReadPerSecond": sum(read_rate) if read_rate else None,
+            "recordsWrittenPerSecond": sum(written_rate) if written_rate else None,
+        },
     }
