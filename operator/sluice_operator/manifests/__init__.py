@@ -15,7 +15,16 @@ from .coordinator import config_map, coordinator_pod, rest_service
 from .coordinator_args import OPERATOR_SPARK_KEYS, executor_resources, sluice_run_args, spark_conf
 from .network import network_policy, network_policy_name
 from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
-from .run import Run, checkpoint_dir, deployed_spec_json, expand, savepoint_dir, spec_hash
+from .run import (
+    Run,
+    StorageMissingError,
+    checkpoint_dir,
+    deployed_spec_json,
+    expand,
+    missing_storage,
+    savepoint_dir,
+    spec_hash,
+)
 from .savepoint import operator_savepoint, savepoint_name
 from .savepoint_targets import allowed_savepoint_prefixes, target_refusal
 from .secret import REST_TOKEN_KEY, SPARK_SECRET_KEY, job_secret, job_secret_name
@@ -29,6 +38,7 @@ __all__ = [
     "Manifest",
     "Owner",
     "Run",
+    "StorageMissingError",
     "allowed_savepoint_prefixes",
     "checkpoint_dir",
     "config_map",
@@ -46,6 +56,7 @@ __all__ = [
     "job_secret_name",
     "labels",
     "merge_pod",
+    "missing_storage",
     "network_policy",
     "network_policy_name",
     "operator_savepoint",

@@ -27,16 +27,55 @@ def deployed_spec_json(spec: StreamJobSpec) -> str:
     return json.dumps(spec.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True)
 
 
+class StorageMissingError(ValueError):
+    """The job has nowhere to keep checkpoints or savepoints; the message says how to give it one."""
+
+
+STORAGE_PLACEHOLDER = "$(SLUICE_STORAGE)"
+
+
+def missing_storage(spec: StreamJobSpec, config: OperatorConfig) -> str | None:
+    """Why the job cannot run for want of storage, or None."""
+    if config.storage is not None:
+        return None
+    unset = [
+        field
+        for field, value in (
+            ("spec.checkpoints.storage", spec.checkpoints.storage),
+            ("spec.savepoints.targetDirectory", spec.savepoints.target_directory),
+        )
+        if not value
+    ]
+    texts = [*spec.pipeline.args.values(), *spec.env.values()]
+    if any(STORAGE_PLACEHOLDER in text for text in texts):
+        unset.append(f"{STORAGE_PLACEHOLDER} (used in spec.pipeline.args or spec.env)")
+    if not unset:
+        return None
+    return (
+        f"no storage for this job: the operator has no storage root, and {', '.join(unset)} "
+        f"{'is' if len(unset) == 1 else 'are'} not set. Give the operator a storage root that every job "
+        "pod and the operator reach (Helm value operator.storage, env SLUICE_OPERATOR_STORAGE, e.g. "
+        "s3://bucket/sluice), or set spec.checkpoints.storage and spec.savepoints.targetDirectory and "
+        f"stop using {STORAGE_PLACEHOLDER}"
+    )
+
+
+def _storage_root(spec: StreamJobSpec, config: OperatorConfig) -> str:
+    if config.storage is None:
+        raise StorageMissingError(missing_storage(spec, config) or "the operator has no storage root")
+    return config.storage
+
+
 def checkpoint_dir(spec: StreamJobSpec, owner: Owner, config: OperatorConfig) -> str:
     if spec.checkpoints.storage:
         return spec.checkpoints.storage.rstrip("/")
-    return f"{config.storage}/checkpoints/{owner.namespace}/{owner.name}"
+    return f"{_storage_root(spec, config)}/checkpoints/{owner.namespace}/{owner.name}"
 
 
 def savepoint_dir(spec: StreamJobSpec, owner: Owner, config: OperatorConfig) -> str:
     if spec.savepoints.target_directory:
         return spec.savepoints.target_directory.rstrip("/")
-    return f"{config.storage}/savepoints/{owner.namespace}/{owner.name}"
+    return f"{_storage_root(spec, config)}/savepoints/{owner.namespace}/{owner.name}"
 
 
 def expand(text: str, owner: Owner, config: OperatorConfig) -> str:
@@ -47,11 +86,10 @@ def expand(text: str, owner: Owner, config: OperatorConfig) -> str:
 
 
 def placeholders(owner: Owner, config: OperatorConfig) -> dict[str, str]:
-    return {
-        "SLUICE_STORAGE": config.storage,
-        "SLUICE_NAMESPACE": owner.namespace,
-        "SLUICE_JOB_NAME": owner.name,
-    }
+    values = {"SLUICE_NAMESPACE": owner.namespace, "SLUICE_JOB_NAME": owner.name}
+    if config.storage is not None:  # else a job using it is refused (missing_storage)
+        values["SLUICE_STORAGE"] = config.storage
+    return values
 
 
 @dataclass(frozen=True)

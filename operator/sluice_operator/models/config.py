@@ -18,7 +18,6 @@ ENV_NETWORK_POLICIES = "SLUICE_OPERATOR_NETWORK_POLICIES"
 ENV_POD_NAMESPACE = "SLUICE_OPERATOR_POD_NAMESPACE"
 ENV_POD_LABELS = "SLUICE_OPERATOR_POD_LABELS"
 ENV_SAVEPOINT_PREFIXES = "SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES"
-DEFAULT_STORAGE = "file:///var/lib/sluice"
 
 
 class ConfigError(ValueError):
@@ -31,7 +30,9 @@ class OperatorConfig:
 
     `storage` is the root under which checkpoints and savepoints of jobs without explicit directories
     go (`<storage>/checkpoints/<namespace>/<name>`), and what `$(SLUICE_STORAGE)` in pipeline args
-    means. Tests and clusters point it at their object storage without editing any StreamJob.
+    means. Tests and clusters point it at their object storage without editing any StreamJob. It has no
+    default: a local path would be a directory in each pod that nothing keeps, so checkpoints would not
+    survive the pod, and the operator could not read them.
     `job_env` is added to the environment of every job pod (e.g. AWS_ENDPOINT_URL of a test S3 server).
     `allow_privileged_pods` lets pod templates and Spark settings escalate (host namespaces, hostPath,
     privileged containers, ...), which the operator otherwise refuses. With `network_policies` each job
@@ -39,7 +40,8 @@ class OperatorConfig:
     only, which are those with `operator_pod_labels` in `operator_namespace` (any namespace if None).
     """
 
-    storage: str = DEFAULT_STORAGE
+    # None: no default; every StreamJob must then name its own checkpoint and savepoint directories.
+    storage: str | None = None
     storage_secret: str | None = None
     job_env: Mapping[str, str] = field(default_factory=dict)
     reconcile_interval_s: float = 5.0
@@ -54,8 +56,8 @@ class OperatorConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
         env = os.environ if environ is None else environ
-        storage = env.get(ENV_STORAGE, DEFAULT_STORAGE).rstrip("/")
-        if not URI_RE.match(storage):
+        storage = env.get(ENV_STORAGE, "").strip().rstrip("/") or None
+        if storage is not None and not URI_RE.match(storage):
             raise ConfigError(
                 f"{ENV_STORAGE}={storage!r} is not an absolute path or a URI such as s3://bucket/prefix"
             )

@@ -27,7 +27,7 @@ from .plan import CreateSavepoint, Event, Plan
 from .reconcile import job_storage, owner_of, read_status
 from .savepoints import plan_savepoints
 from .storage import Storage
-from .validate import InvalidSpecError, streamjob_spec
+from .validate import InvalidSpecError, require_storage, streamjob_spec
 
 
 @dataclass
@@ -48,6 +48,7 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         events.append(Event("Normal", "Deleting", "deleting the job and everything it owns"))
     try:
         spec = streamjob_spec(job.get("spec"))
+        require_storage(spec, config)  # without storage the job never ran: nothing to save
     except InvalidSpecError:
         spec = None
     if spec is not None and spec.savepoints.on_delete:

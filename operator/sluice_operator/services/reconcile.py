@@ -26,7 +26,7 @@ from .execute import execute
 from .observe import Deps, observe_job
 from .plan import Event
 from .storage import Storage, storage_options
-from .validate import InvalidSpecError, refuse_escalations, streamjob_spec
+from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,19 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
             message=str(problem),
             generation=generation,
             now_ms=now_ms,
+        )
+    try:
+        require_storage(spec, config)
+    except InvalidSpecError as problem:
+        return await _degraded(
+            deps,
+            owner,
+            old=old_status,
+            status=status,
+            message=str(problem),
+            generation=generation,
+            now_ms=now_ms,
+            reason="NoStorage",
         )
     try:
         # Before anything else: a coordinator is only started, and only called, with the job's Secret.

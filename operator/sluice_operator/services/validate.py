@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from sluice_operator import manifests as m
 from sluice_operator.manifests.coordinator_args import SPARK_AUTH_KEY
-from sluice_operator.models import SavepointSpec, StreamJobSpec
+from sluice_operator.models import OperatorConfig, SavepointSpec, StreamJobSpec
 from sluice_operator.models.config import ENV_ALLOW_PRIVILEGED
 
 from .privileges import escalations
@@ -85,6 +85,13 @@ def refuse_escalations(spec: StreamJobSpec, allowed: bool) -> None:
             "; ".join(found) + f". The operator refuses pods beyond the restricted Pod Security Standard "
             f"unless it runs with {ENV_ALLOW_PRIVILEGED}=true (Helm: operator.allowPrivilegedPods=true)"
         )
+
+
+def require_storage(spec: StreamJobSpec, config: OperatorConfig) -> None:
+    """InvalidSpecError if the job would have nowhere to keep checkpoints and savepoints."""
+    problem = m.missing_storage(spec, config)
+    if problem is not None:
+        raise InvalidSpecError(problem)
 
 
 def savepoint_spec(raw: Any) -> SavepointSpec:

@@ -42,7 +42,13 @@ class OperatorProcess:
 
 
 @pytest.fixture
-def operator(kube_env: KubeEnv, kube_namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:  # noqa: F811
+def operator(
+    kube_env: KubeEnv,  # noqa: F811
+    kube_namespace: str,  # noqa: F811
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[OperatorProcess]:
+    """A test may change the operator's environment by indirect parametrization: {VAR: value or None}."""
     log = tmp_path / "operator.log"
     storage = tmp_path / "storage"
     storage.mkdir()
@@ -57,6 +63,11 @@ def operator(kube_env: KubeEnv, kube_namespace: str, tmp_path: Path) -> Iterator
         "SLUICE_OPERATOR_POD_LABELS": OPERATOR_LABELS,
     }
     env.pop("KUBERNETES_SERVICE_HOST", None)
+    for key, value in getattr(request, "param", {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [

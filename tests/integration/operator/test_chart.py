@@ -94,7 +94,7 @@ def test_default_install_is_namespaced_and_least_privilege(helm: Path, tmp_path:
         "--peering-lifetime=60",
     ]
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert env["SLUICE_OPERATOR_STORAGE"] == "file:///var/lib/sluice"
+    assert "SLUICE_OPERATOR_STORAGE" not in env  # no default storage: jobs name theirs or are Degraded
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     assert [p["metadata"]["namespace"] for p in _find(docs, "KopfPeering")] == ["sluice-system"]
 
@@ -106,6 +106,7 @@ def test_watched_namespaces_get_roles_job_accounts_and_peerings(helm: Path, tmp_
         "watchNamespaces={jobs-a,jobs-b}",
         "operator.storage=s3://bucket/sluice",
         "operator.jobEnv.AWS_ENDPOINT_URL=http://s3:9000",
+        "operator.allowedSavepointPrefixes={s3://backups/a,s3://backups/b}",
     )
     for ns in ("jobs-a", "jobs-b"):
         names = {r["metadata"]["name"] for r in _find(docs, "Role", ns)}
@@ -124,6 +125,7 @@ def test_watched_namespaces_get_roles_job_accounts_and_peerings(helm: Path, tmp_
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["SLUICE_OPERATOR_STORAGE"] == "s3://bucket/sluice"
     assert env["SLUICE_OPERATOR_JOB_ENV_AWS_ENDPOINT_URL"] == "http://s3:9000"
+    assert env["SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES"] == "s3://backups/a,s3://backups/b"
 
 
 def test_cluster_wide_rbac(helm: Path, tmp_path: Path) -> None:

@@ -145,6 +145,39 @@ def test_an_invalid_spec_sets_degraded_with_a_message_and_an_event(
     assert operator.process.poll() is None  # still running
 
 
+@pytest.mark.parametrize("operator", [{"SLUICE_OPERATOR_STORAGE": None}], indirect=True)
+def test_without_a_storage_root_a_job_without_its_own_directories_is_degraded_until_it_names_them(
+    kube_env: KubeEnv, kube_namespace: str, operator: Any, tmp_path: Any
+) -> None:
+    kube_env.kubectl("apply", "-f", "-", input=_job("nowhere"), namespace=kube_namespace)
+    job = kube_env.wait_for(
+        "streamjob nowhere", lambda o: _condition(o, "Degraded"), namespace=kube_namespace
+    )
+    degraded = _condition(job, "Degraded")
+    assert degraded is not None and degraded["status"] == "True" and degraded["reason"] == "NoStorage"
+    message = degraded["message"]
+    for named in ("spec.checkpoints.storage", "spec.savepoints.targetDirectory", "$(SLUICE_STORAGE)"):
+        assert named in message, message
+    assert "operator.storage" in message and "SLUICE_OPERATOR_STORAGE" in message
+    assert any(
+        "no storage for this job" in e["message"] for e in _events(kube_env, kube_namespace, "nowhere")
+    )
+    assert kube_env.kubectl_json("get", "pods", namespace=kube_namespace)["items"] == []
+
+    # The fix the message names: the job's own directories, and no $(SLUICE_STORAGE).
+    fixed = _job("nowhere").replace('"$(SLUICE_STORAGE)/output"', f'"file://{tmp_path}/output"') + (
+        f"  checkpoints: {{storage: 'file://{tmp_path}/chk'}}\n"
+        f"  savepoints: {{targetDirectory: 'file://{tmp_path}/sp'}}\n"
+    )
+    kube_env.kubectl("apply", "-f", "-", input=fixed, namespace=kube_namespace)
+    kube_env.wait_for("pod nowhere-coordinator", bool, namespace=kube_namespace)
+    kube_env.wait_for(
+        "streamjob nowhere",
+        lambda o: (_condition(o, "Degraded") or {}).get("status") != "True",
+        namespace=kube_namespace,
+    )
+
+
 def test_suspending_a_job_that_never_started_removes_its_pod(
     kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:

@@ -26,7 +26,7 @@ def test_config_from_env() -> None:
 def test_defaults() -> None:
     config = OperatorConfig.from_env({})
     assert (config.storage, config.storage_secret, config.reconcile_interval_s) == (
-        "file:///var/lib/sluice",
+        None,  # no default storage: a path in each pod would keep nothing
         None,
         5.0,
     )
