@@ -63,7 +63,10 @@ def test_a_plain_path_is_a_file_uri() -> None:
 
 
 def test_the_operators_prefixes_come_from_its_environment_and_reach_the_coordinator() -> None:
-    env = {"SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES": f" {BACKUPS}/ , file:///mnt/sp,"}
+    env = {
+        "SLUICE_OPERATOR_STORAGE": "s3://bucket/sluice",
+        "SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES": f" {BACKUPS}/ , file:///mnt/sp,",
+    }
     config = OperatorConfig.from_env(env)
     assert config.allowed_savepoint_prefixes == (BACKUPS, "file:///mnt/sp")
     with pytest.raises(ConfigError, match="ALLOWED_SAVEPOINT_PREFIXES: 'backups' is not"):
