@@ -135,6 +135,7 @@ def helm_values(
         "operator": {
             "storage": storage.root,
             "reconcileInterval": "1s",
+            "allowedSavepointPrefixes": storage.allowed_savepoint_prefixes,
             "jobEnv": dict(storage.env),
             "extraEnv": [{"name": k, "value": v} for k, v in storage.env.items()],
         },

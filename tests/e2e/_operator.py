@@ -92,6 +92,7 @@ def operator_env(storage: E2EStorage) -> dict[str, str]:
         # As the chart configures it; the API server checks the policies even where nothing enforces them.
         "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
         "SLUICE_OPERATOR_POD_LABELS": "app.kubernetes.io/name=sluice-operator",
+        "SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES": ",".join(storage.allowed_savepoint_prefixes),
         **storage.env,
     }
     env.update({f"SLUICE_OPERATOR_JOB_ENV_{k}": v for k, v in storage.env.items()})

@@ -31,6 +31,12 @@ class E2EStorage:
         return f"s3://{self.bucket}/sluice"
 
     @property
+    def allowed_savepoint_prefixes(self) -> list[str]:
+        """Savepoint targets the operator allows besides each job's own directories (a bucket that does
+        not exist among them, so that a stop can fail in the coordinator rather than in the operator)."""
+        return [f"s3://{self.bucket}/elsewhere", f"s3://{self.bucket}-missing"]
+
+    @property
     def env(self) -> dict[str, str]:
         """What every S3 client (operator, coordinator, TaskManagers) needs to find the server."""
         return client_env(self.endpoint_url)

@@ -84,7 +84,29 @@ def test_a_stop_that_fails_leaves_the_job_running_with_a_failed_savepoint_and_an
     running = e2e.wait_running_with_checkpoint(JOB)["status"]
     run, coordinator_uid = running["job"]["id"], e2e.coordinator_pod(JOB)["metadata"]["uid"]
 
-    # A bucket that does not exist: the coordinator's check of the target fails before any source stops.
+    # A target outside the job's directories and the operator's allowed prefixes: the operator refuses
+    # it, naming them, and nothing stops (spec.state stays running).
+    outside = f"s3://{e2e.storage.bucket}/not-allowed/savepoints"
+    e2e.apply(_stop_savepoint("stop-outside", "terminate", outside))
+    refused = e2e.wait_savepoint("stop-outside", "Failed")["status"]
+    assert "is not under an allowed savepoint location" in refused["error"], refused
+    for prefix in [
+        f"{e2e.storage.root}/savepoints/{e2e.namespace}/{JOB}",
+        *e2e.storage.allowed_savepoint_prefixes,
+    ]:
+        assert prefix in refused["error"], refused
+    assert refused.get("triggerId") is None and not refused.get("path"), refused
+    assert e2e.get("streamjob", JOB)["spec"]["state"] == "running"  # type: ignore[index]
+    e2e.kubectl("delete", "savepoint", "stop-outside")
+    # Under an allowed prefix the coordinator takes it: the operator passed the prefix on.
+    e2e.apply(_stop_savepoint("elsewhere", "none", f"{e2e.storage.allowed_savepoint_prefixes[0]}/one"))
+    elsewhere = e2e.wait_savepoint("elsewhere", "Completed")["status"]
+    assert elsewhere["path"].startswith(f"{e2e.storage.allowed_savepoint_prefixes[0]}/one/"), elsewhere
+    assert e2e.storage.exists(f"{elsewhere['path']}/_metadata")
+    e2e.kubectl("delete", "savepoint", "elsewhere")
+
+    # A bucket that does not exist (an allowed prefix): the coordinator's check of the target fails
+    # before any source stops.
     target = f"s3://{e2e.storage.bucket}-missing/savepoints"
     e2e.apply(_stop_savepoint("stop-nowhere", "suspend", target))
     failed = e2e.wait_savepoint("stop-nowhere", "Failed")["status"]
