@@ -18,6 +18,7 @@ from pathlib import Path
 from sluice import _tokens
 from sluice._fs import join, normalize
 from sluice._pipeline import PipelineError, build_graph
+from sluice._status import duration, rate
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
 from sluice.checkpoint.storage import CheckpointStorage
@@ -231,6 +232,7 @@ async def _progress(job: JobMaster, started: float) -> None:
         await asyncio.sleep(0.1)
     if job.totals()["recordsIn"]:
         _say(f"first records processed {time.monotonic() - started:.1f}s after start")
+    last: tuple[float, int] | None = None
     while True:
         await asyncio.sleep(2)
         view = job.as_json()
@@ -239,10 +241,16 @@ async def _progress(job: JobMaster, started: float) -> None:
         written = sum(
             v["metrics"]["recordsOut"] for v in view["vertices"] if not job.graph.vertex(v["id"]).outputs
         )
+        now = time.monotonic()
+        # Over the last two seconds; a restart starts the counts again, which shows as no rate.
+        per_s = (read - last[1]) / (now - last[0]) if last is not None and read >= last[1] else None
+        last = (now, read)
         checkpoints, subtasks = view["checkpoints"], view["subtasks"]
+        latest = next((c for c in checkpoints["recent"] if c["status"] == "COMPLETED"), None)
+        took = f", last took {duration(latest['durationMs'])}" if latest is not None else ""
         _say(
-            f"{time.monotonic() - started:6.1f}s {job.state:<10} "
-            f"records read {read:,}, written {written:,} | "
-            f"checkpoints {checkpoints['completed']} completed, {checkpoints['failed']} failed | "
+            f"{now - started:6.1f}s {job.state:<10} "
+            f"records read {read:,} ({rate(per_s)}), written {written:,} | "
+            f"checkpoints {checkpoints['completed']} completed{took}, {checkpoints['failed']} failed | "
             f"subtasks {subtasks['finished']}/{subtasks['total']} finished"
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 from sluice._durations import parse_duration
 from sluice._sizes import parse_size
+from sluice._status import summary
 from sluice._tokens import ENV_VAR, find_token, token_dir
 
 
@@ -192,7 +193,9 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines")
 
-    status = sub.add_parser("status", help="print a running job's state")
+    status = sub.add_parser(
+        "status", help="print a running job's state: a summary, or the GET /v1/job document (-o json)"
+    )
     savepoint = sub.add_parser("savepoint", help="take a savepoint; the job keeps running")
     stop = sub.add_parser("stop", help="stop the job with a savepoint (SUSPEND, or TERMINATE with --drain)")
     cancel = sub.add_parser("cancel", help="cancel the job without a savepoint")
@@ -206,6 +209,13 @@ def parser() -> argparse.ArgumentParser:
             help=f"the job's REST token; default: ${ENV_VAR}, else the token `sluice run` stored for "
             "this user",
         )
+    status.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json"],
+        default="text",
+        help="text: job, rates, vertices, recent checkpoints (default); json: the GET /v1/job document",
+    )
     savepoint.add_argument("--savepoint-dir", default=None)
     stop.add_argument(
         "--drain", action="store_true", help="flush everything first: fire all windows (TERMINATE)"
@@ -277,7 +287,8 @@ def _client(args: argparse.Namespace) -> int:
     coordinator = _Coordinator.of(args)
     request = coordinator.request
     if args.command == "status":
-        print(json.dumps(request("GET", "/v1/job"), indent=2))
+        job = request("GET", "/v1/job")
+        print(json.dumps(job, indent=2) if args.output == "json" else summary(job))
         return 0
     if args.command == "cancel":
         request("POST", "/v1/job/cancel")
