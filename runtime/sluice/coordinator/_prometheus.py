@@ -157,13 +157,14 @@ class _JobCollector(Collector):
         for field, name, what, scale in (
             ("durationMs", "sluice_last_checkpoint_duration_seconds", "Trigger to completion.", 1000),
             (
-                "syncDurationMs",
+                "syncMs",
                 "sluice_last_checkpoint_sync_duration_seconds",
-                "Slowest synchronous part.",
+                "Slowest subtask's synchronous part (record processing stopped).",
                 1000,
             ),
-            ("size", "sluice_last_checkpoint_size_bytes", "Bytes the checkpoint wrote.", 1),
-            ("stateSize", "sluice_last_checkpoint_state_size_bytes", "Full state size.", 1),
+            ("asyncMs", "sluice_last_checkpoint_async_duration_seconds", "Slowest asynchronous part.", 1000),
+            ("bytesWritten", "sluice_last_checkpoint_written_bytes", "Bytes written for it.", 1),
+            ("stateSize", "sluice_last_checkpoint_state_size_bytes", "Size of all state it references.", 1),
         ):
             value = latest.get(field)
             if isinstance(value, int | float) and not isinstance(value, bool):

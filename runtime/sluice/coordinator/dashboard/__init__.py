@@ -1,4 +1,4 @@
-"""The dashboard: three static files shipped in this package, served at `/` by the coordinator.
+"""The dashboard: four static files shipped in this package, served at `/` by the coordinator.
 
 The page is plain HTML, CSS and JavaScript with no build step and no third-party code; it reads
 GET /v1/job and GET /v1/checkpoints and posts savepoints and stops like the CLI does.
@@ -24,6 +24,7 @@ FILES = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
+    "icon.svg": "image/svg+xml",
 }
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "

@@ -5,6 +5,7 @@
 
 const TOKEN_KEY = "sluice-rest-token";
 const POLL_MS = 1000;
+const CHECKPOINT_ROWS = 20;
 const $ = (id) => document.getElementById(id);
 
 // --- the REST token: from the URL fragment (which is never sent to a server) or typed in -------------
@@ -213,9 +214,10 @@ function drawCheckpoints(data) {
     rows.push(el("tr", { "data-status": "IN_PROGRESS" },
       el("td", { text: String(p.id) }), el("td", { text: p.kind }), el("td", { text: `in progress (waiting for ${p.waitingFor})` }),
       el("td", { text: clock(p.triggerTime) }), el("td", { text: millis(Date.now() - p.triggerTime) }),
-      el("td", { text: "–" }), el("td", { text: "–" }), el("td", { text: "–" }), el("td", { text: "–" })));
+      el("td", { text: "–" }), el("td", { text: "–" }), el("td", { text: "–" }), el("td", { text: "–" }),
+      el("td", { text: "–" })));
   }
-  for (const c of data.history || []) {
+  for (const c of (data.history || []).slice(0, CHECKPOINT_ROWS)) {
     const duration = c.durationMs !== undefined && c.durationMs !== null ? c.durationMs
       : (c.completionTime ? c.completionTime - c.triggerTime : null);
     const fully = c.fullyFinishedOperators || [];
@@ -223,7 +225,8 @@ function drawCheckpoints(data) {
       el("td", { text: String(c.id) }), el("td", { text: c.kind }),
       el("td", { text: c.status, title: c.error || "" }),
       el("td", { text: clock(c.triggerTime) }), el("td", { text: millis(duration) }),
-      el("td", { text: millis(c.syncDurationMs) }), el("td", { text: bytes(c.size) }),
+      el("td", { text: millis(c.syncMs) }), el("td", { text: bytes(c.bytesWritten) }),
+      el("td", { text: bytes(c.stateSize) }),
       el("td", { class: "finished-subtasks", text: c.finishedSubtasks === undefined ? "–" : String(c.finishedSubtasks) }),
       el("td", { class: "fully-finished", text: fully.length ? fully.join(", ") : (c.status === "COMPLETED" ? "none" : "–") })));
   }
