@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.checkpoint.failures import FailureCounter
-from sluice.checkpoint.pending import CheckpointRecord, PendingCheckpoint, Waiting
+from sluice.checkpoint.pending import CheckpointRecord, PendingCheckpoint, SnapshotStats, Waiting
 from sluice.checkpoint.plan import FinishedSubtasks, SubtaskId, plan_checkpoint
-from sluice.checkpoint.storage import CheckpointStorage, discard, write_metadata
+from sluice.checkpoint.storage import CheckpointStorage, collect_shared, discard, write_metadata
 from sluice.graph.jobgraph import JobGraph
+from sluice.state.snapshots import KeyedFile
 
 log = logging.getLogger(__name__)
-METADATA_VERSION = 1
+METADATA_VERSION = 2
+"""2: keyed state backend files (`keyedFiles`), shared between checkpoints; 1 is still read."""
 
 
 class CheckpointDeclined(Exception):
@@ -214,17 +216,20 @@ class CheckpointCoordinator:
                         finished.append(s)
                         if op.get("pendingCommits") and op["path"] is not None:
                             commits.append({"index": s, "path": op["path"], "size": op["size"]})
-                    elif op["path"] is not None:
-                        handles.append(
-                            {
-                                "index": s,
-                                "path": op["path"],
-                                "size": op["size"],
-                                "keyGroups": op["keyGroups"],
-                                "operatorState": op["operatorState"],
-                                "union": op["union"],
-                            }
-                        )
+                    elif op["path"] is not None or op.get("keyedFiles"):
+                        handle = {
+                            "index": s,
+                            "path": op["path"],
+                            "size": op["size"],
+                            "keyGroups": op["keyGroups"],
+                            "operatorState": op["operatorState"],
+                            "union": op["union"],
+                        }
+                        if op.get("keyedFiles"):
+                            handle["keyedFiles"] = [
+                                KeyedFile.from_json(f).as_json() for f in op["keyedFiles"]
+                            ]
+                        handles.append(handle)
                 fully = len(finished) == vertex.parallelism
                 if union and finished and not fully:
                     raise CheckpointDeclined(
@@ -283,6 +288,7 @@ class CheckpointCoordinator:
             pending.location,
             fully_finished=fully,
             finished_subtasks=sum(len(d) for d in pending.plan.done.values()),
+            stats=SnapshotStats.of_acks(pending.acks.values()),
         )
         self.history.append(record)
         self.counts["completed"] += 1
@@ -309,6 +315,8 @@ class CheckpointCoordinator:
         for cid in self.storage.completed_ids():
             if cid not in keep and cid not in busy and cid < max(keep, default=0):
                 discard(self.storage.checkpoint_location(cid))
+        # Incremental keyed state: files no checkpoint left refers to go too (not those of pending ones).
+        collect_shared(self.storage, min([*busy, self.next_id]))
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +79,39 @@ def commits_side_effects(kind: str, stop_mode: str | None) -> bool:
     return kind != "savepoint" or stop_mode is not None
 
 
+def _number(value: Any) -> float:
+    # Acknowledgements come from TaskManagers: a figure that is not a number counts as nothing.
+    ok = (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
+    return float(value) if ok else 0.0
+
+
+@dataclass(frozen=True)
+class SnapshotStats:
+    """What a completed checkpoint cost: the slowest subtask's synchronous part (record processing
+    stopped) and asynchronous part (state written beside processing), the bytes all subtasks wrote for
+    it and the size of all state it references (files shared with earlier checkpoints included)."""
+
+    sync_ms: float = 0.0
+    async_ms: float = 0.0
+    bytes_written: int = 0
+    state_size: int = 0
+
+    @staticmethod
+    def of_acks(acks: Iterable[dict[str, Any]]) -> SnapshotStats:
+        sync = async_ = 0.0
+        written = size = 0
+        for ack in acks:
+            sync = max(sync, _number(ack.get("syncMs")))
+            async_ = max(async_, _number(ack.get("asyncMs")))
+            for op in ack.get("operators", []):
+                if isinstance(op, dict):
+                    written += int(_number(op.get("bytesWritten")))
+                    size += int(_number(op.get("stateSize")))
+        return SnapshotStats(round(sync, 3), round(async_, 3), written, size)
+
+
 @dataclass
 class CheckpointRecord:
     checkpoint_id: int
@@ -88,6 +123,7 @@ class CheckpointRecord:
     error: str | None = None
     fully_finished: list[str] = field(default_factory=list)
     finished_subtasks: int = 0
+    stats: SnapshotStats | None = None
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -102,4 +138,17 @@ class CheckpointRecord:
         if self.status == "COMPLETED":
             out["fullyFinishedOperators"] = self.fully_finished
             out["finishedSubtasks"] = self.finished_subtasks
+            out.update(self.figures())
         return out
+
+    def figures(self) -> dict[str, Any]:
+        """Duration, synchronous part, bytes written and full state size of a completed checkpoint."""
+        stats = self.stats or SnapshotStats()
+        duration = None if self.completion_ms is None else self.completion_ms - self.trigger_ms
+        return {
+            "durationMs": duration,
+            "syncMs": stats.sync_ms,
+            "asyncMs": stats.async_ms,
+            "bytesWritten": stats.bytes_written,
+            "stateSize": stats.state_size,
+        }

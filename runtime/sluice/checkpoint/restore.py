@@ -16,6 +16,7 @@ from typing import Any
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.checkpoint.storage import read_bytes
 from sluice.state.keygroups import key_group_range
+from sluice.state.snapshots import KeyedFile, restore_chain
 
 
 @dataclass
@@ -86,6 +87,13 @@ def restored_share(
             has_operator_state and (not unchanged or handle["index"] == subtask or handle.get("union", False))
         )
         if not needed:
+            continue
+        if overlaps and handle.get("keyedFiles"):
+            chain = [KeyedFile.from_json(f) for f in handle["keyedFiles"]]
+            assert groups is not None
+            inside = my_groups.start <= groups[0] and groups[1] < my_groups.stop
+            restore_chain(location, chain, None if inside else my_groups, max_parallelism, share.tables)
+        if handle.get("path") is None:
             continue
         snapshot = load_snapshot(location, handle["path"])
         for group, data in snapshot.keyed.items():

@@ -19,10 +19,14 @@ class OperatorSnapshot:
     lists: dict[str, list[Any]] = field(default_factory=dict)
     unions: dict[str, list[Any]] = field(default_factory=dict)
     broadcast: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    deferred: Any = None
+    """A keyed state backend's frozen snapshot (`sluice.state.snapshots.DeferredKeyed`): written to its
+    own files after the synchronous part, never pickled with the rest."""
 
     def is_empty(self) -> bool:
         return not (
-            self.keyed
+            self.deferred is not None
+            or self.keyed
             or any(self.lists.values())
             or any(self.unions.values())
             or any(self.broadcast.values())
@@ -40,5 +44,7 @@ class RestoredState:
     lists: dict[str, list[Any]] = field(default_factory=dict)
     unions: dict[str, list[Any]] = field(default_factory=dict)
     broadcast: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    tables: dict[str, tuple[str, dict[Any, Any]]] = field(default_factory=dict)
+    """A keyed state backend's entries of this subtask's key groups: state name -> (kind, key -> value)."""
     checkpoint_id: int = 0
     """The checkpoint (or savepoint) this state comes from."""

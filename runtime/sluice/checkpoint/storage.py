@@ -18,10 +18,12 @@ from typing import Any
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
+from sluice.state.snapshots import SHARED_DIR, KeyedFile, shared_location
 
 log = logging.getLogger(__name__)
 METADATA = "_metadata"
 _CHK = re.compile(r"chk-(\d+)$")
+_SHARED_FILE = re.compile(r"-(\d+)-[0-9a-f]+\.kv$")
 
 
 class CheckpointStorage:
@@ -142,19 +144,68 @@ def damage(location: str) -> str | None:
     except (OSError, ValueError) as err:
         return f"its {METADATA} cannot be read ({type(err).__name__}: {err})"
     fs, path = filesystem(location)
+    shared = filesystem(shared_location(location))[1]
     for operator in metadata.get("operators", []):
         for handle in [*operator.get("subtasks", []), *operator.get("pendingCommits", [])]:
-            name = f"{path}/{handle['path']}"
+            files = [] if handle.get("path") is None else [(f"{path}/{handle['path']}", handle["size"])]
             try:
-                size = fs.size(name)
-            except FileNotFoundError:
-                return f"state file {handle['path']} of operator {operator['uid']!r} is missing"
-            if size != handle["size"]:
-                return (
-                    f"state file {handle['path']} of operator {operator['uid']!r} has {size} bytes, "
-                    f"{handle['size']} were written"
-                )
+                for ref in [KeyedFile.from_json(f) for f in handle.get("keyedFiles", [])]:
+                    files.append((f"{shared if ref.shared else path}/{ref.name}", ref.size))
+            except ValueError as err:
+                return f"operator {operator['uid']!r}: {err}"
+            for name, expected in files:
+                shown = name.rsplit("/", 2)[-1] if name.startswith(shared) else name.rsplit("/", 1)[-1]
+                try:
+                    size = fs.size(name)
+                except FileNotFoundError:
+                    return f"state file {shown} of operator {operator['uid']!r} is missing"
+                if size != expected:
+                    return (
+                        f"state file {shown} of operator {operator['uid']!r} has {size} bytes, "
+                        f"{expected} were written"
+                    )
     return None
+
+
+def shared_names(metadata: dict[str, Any]) -> set[str]:
+    """The files under the job's shared directory that a checkpoint's `_metadata` refers to."""
+    names = set()
+    for operator in metadata.get("operators", []):
+        for handle in operator.get("subtasks", []):
+            for entry in handle.get("keyedFiles", []):
+                if entry.get("shared"):
+                    names.add(str(entry.get("name")))
+    return names
+
+
+def collect_shared(storage: CheckpointStorage, written_before: int) -> int:
+    """Deletes the shared files no checkpoint left in storage refers to; returns how many.
+
+    Only files written for checkpoints older than `written_before` (the oldest one still pending, or
+    the next to come) are considered: newer ones may belong to a checkpoint not acknowledged yet.
+    """
+    referenced: set[str] = set()
+    for cid in storage.completed_ids():
+        location = storage.checkpoint_location(cid)
+        try:
+            referenced |= shared_names(read_metadata(location))
+        except FileNotFoundError:
+            continue  # no _metadata: not a checkpoint, nothing restores it
+    fs, path = filesystem(join(storage.job_dir, SHARED_DIR))
+    try:
+        entries = fs.ls(path, detail=False)
+    except FileNotFoundError:
+        return 0
+    removed = 0
+    for entry in entries:
+        name = entry.rstrip("/").rsplit("/", 1)[-1]
+        match = _SHARED_FILE.search(name)
+        if match is None or name in referenced or int(match.group(1)) >= written_before:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(f"{path}/{name}")
+            removed += 1
+    return removed
 
 
 def discard(location: str) -> None:

@@ -14,6 +14,7 @@ from sluice.engine.operators.base import StreamOperator
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobVertex
 from sluice.state.keygroups import key_group_range
+from sluice.state.snapshots import SnapshotWrite
 
 
 class _ChainedOutput:
@@ -67,6 +68,8 @@ class OperatorAck:
     key_groups: tuple[int, int] | None
     pending_commits: bool
     """A finished operator whose state holds transactions to commit once the checkpoint completes."""
+    keyed: SnapshotWrite | None = None
+    """The keyed state backend's snapshot, written after the synchronous part (then released)."""
 
 
 class OperatorChain:
@@ -134,12 +137,18 @@ class OperatorChain:
                 op.finish()
             self.operators_finished = True
 
-    def snapshot(self, checkpoint_id: int) -> list[OperatorAck]:
+    def snapshot(self, checkpoint_id: int, savepoint: bool = False) -> list[OperatorAck]:
+        """The synchronous part of a checkpoint: operator state is pickled now (a copy), a keyed state
+        backend's tables are frozen (copy-on-write) for `OperatorAck.keyed` to write afterwards."""
         acks = []
         for op in self.operators:
             snap: OperatorSnapshot | None = op.snapshot_state(checkpoint_id)
+            write = None
+            if snap is not None and snap.deferred is not None:
+                write = snap.deferred.plan(checkpoint_id, savepoint)
+                snap.deferred = None
             data = pickle.dumps(snap, protocol=5) if snap is not None and not snap.is_empty() else None
-            keyed = snap is not None and bool(snap.keyed)
+            keyed = snap is not None and (bool(snap.keyed) or write is not None)
             acks.append(
                 OperatorAck(
                     uid=op.uid,
@@ -151,6 +160,7 @@ class OperatorChain:
                     if op.is_keyed or keyed
                     else None,
                     pending_commits=data is not None and op.has_pending_commits(),
+                    keyed=write,
                 )
             )
         return acks

@@ -367,15 +367,19 @@ class StreamTask:
         # The barrier goes downstream before any record that follows it: nothing is processed between
         # broadcasting it and taking the snapshot.
         self.chain.broadcast(barrier)
-        acks = self.chain.snapshot(cid)
+        # What blocks record processing: from here to the end of the chain's synchronous snapshot.
+        started = time.perf_counter()
+        acks = self.chain.snapshot(cid, barrier.is_savepoint)
+        sync_ms = (time.perf_counter() - started) * 1000
         if self.end_of_data and self._final_checkpoint is None:
             self._final_checkpoint = cid
-        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location))
+        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location, sync_ms))
         self._pending_writes.add(write)
         write.add_done_callback(self._pending_writes.discard)
         await self._flush(True)
 
-    async def _write_and_ack(self, cid: int, acks: list[OperatorAck], target: str) -> None:
+    async def _write_and_ack(self, cid: int, acks: list[OperatorAck], target: str, sync_ms: float) -> None:
+        started = time.perf_counter()
         operators = []
         try:
             for ack in acks:
@@ -393,6 +397,14 @@ class StreamTask:
                     name = f"{ack.uid}-{self.subtask_index}.state"
                     handle["size"] = await asyncio.to_thread(write_bytes, target, name, ack.data)
                     handle["path"] = name
+                handle["bytesWritten"] = handle["stateSize"] = handle["size"]
+                if ack.keyed is not None:
+                    stem = f"{ack.uid}-{self.subtask_index}"
+                    keyed = await asyncio.to_thread(ack.keyed.write, target, stem)
+                    ack.keyed.written(keyed)
+                    handle["keyedFiles"] = [f.as_json() for f in keyed.chain]
+                    handle["bytesWritten"] += keyed.written
+                    handle["stateSize"] += keyed.state_size
                 operators.append(handle)
         except Exception as err:
             self.report(
@@ -407,6 +419,11 @@ class StreamTask:
                 }
             )
             return
+        finally:
+            # Back on the task's thread: the frozen keyed state takes the writes made meanwhile.
+            for ack in acks:
+                if ack.keyed is not None:
+                    ack.keyed.release()
         self.report(
             {
                 "type": "ack",
@@ -415,6 +432,8 @@ class StreamTask:
                 "subtask": self.subtask_index,
                 "operators": operators,
                 "endOfData": self.end_of_data,
+                "syncMs": round(sync_ms, 3),
+                "asyncMs": round((time.perf_counter() - started) * 1000, 3),
             }
         )
 

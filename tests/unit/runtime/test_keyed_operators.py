@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,14 +15,25 @@ from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keygroups import key_group_for, key_group_range
+from sluice.state.snapshots import restore_chain
 
 from ._support import start
 
 
 def share_for(snapshot: OperatorSnapshot, subtask: int, parallelism: int) -> RestoredState:
-    """The key groups of `snapshot` that a subtask owns at `parallelism` (what restore hands it)."""
+    """The key groups of `snapshot` that a subtask owns at `parallelism` (what restore hands it).
+
+    A keyed state backend's part is written to files as a savepoint would, and read back filtered.
+    """
     mine = key_group_range(subtask, 128, parallelism)
-    return RestoredState(keyed={g: data for g, data in snapshot.keyed.items() if g in mine})
+    share = RestoredState(keyed={g: data for g, data in snapshot.keyed.items() if g in mine})
+    if snapshot.deferred is not None:
+        location = Path(tempfile.mkdtemp(prefix="sluice-keyed-")).as_uri()
+        write = snapshot.deferred.plan(1, savepoint=True)
+        chain = write.write(location, "op-0").chain
+        write.release()
+        restore_chain(location, chain, mine, 128, share.tables)
+    return share
 
 
 # -- rolling reduce -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Shared plumbing for operators that wrap a user function: lifecycle hooks and declared state."""
+"""Shared plumbing for operators that wrap a user function: lifecycle hooks and operator state."""
 
 from __future__ import annotations
 
@@ -26,9 +26,6 @@ class UdfOperator(StreamOperator):
             store.union_list_state(name).extend(items)
         for name, entries in restored.broadcast.items():
             store.broadcast_state(name).update(entries)
-        backend = self.ctx.keyed_backend
-        if backend is not None:
-            backend.restore({g: v["user"] for g, v in restored.keyed.items() if "user" in v})
 
     def open(self) -> None:
         if self._lifecycle is not None:
@@ -52,9 +49,7 @@ class UdfOperator(StreamOperator):
         snap.lists = {n: list(v) for n, v in store.lists.items() if v}
         snap.unions = {n: list(v) for n, v in store.unions.items() if v}
         snap.broadcast = {n: dict(v) for n, v in store.broadcast.items() if v}
-        backend = self.ctx.keyed_backend
-        if backend is not None:
-            snap.keyed = {g: {"user": tables} for g, tables in backend.snapshot().items()}
+        # Keyed state (a keyed process function's) is snapshotted by its operator, see keyed.py.
         return None if snap.is_empty() else snap
 
     def uses_union_state(self) -> bool:

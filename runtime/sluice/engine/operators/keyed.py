@@ -12,6 +12,7 @@ from sluice.engine.operators._udf import UdfOperator
 from sluice.engine.operators.base import StreamOperator
 from sluice.engine.timers import TimerService
 from sluice.state.keygroups import key_group_for
+from sluice.state.snapshots import ChangeLog, DeferredKeyed
 
 _MISSING = object()
 
@@ -103,12 +104,19 @@ class KeyedProcessOperator(UdfOperator):
         self.timers = TimerService()
         self.processing_timers_stopped = False
         self._context = _Context(self)
+        self._changes = ChangeLog()
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         super().initialize_state(restored)
-        if restored is not None:
-            for group in restored.keyed.values():
-                self.timers.restore(group.get("timers", []))
+        if restored is None:
+            return
+        backend = self.ctx.keyed_backend
+        assert backend is not None
+        backend.restore_tables(restored.tables)
+        # Checkpoints written before incremental snapshots kept the backend's entries per key group.
+        backend.restore({g: v["user"] for g, v in restored.keyed.items() if "user" in v})
+        for group in restored.keyed.values():
+            self.timers.restore(group.get("timers", []))
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         backend = self.ctx.keyed_backend
@@ -157,9 +165,17 @@ class KeyedProcessOperator(UdfOperator):
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         snap = super().snapshot_state(checkpoint_id) or OperatorSnapshot()
+        backend = self.ctx.keyed_backend
+        assert backend is not None
+        if backend.has_state():
+            snap.deferred = DeferredKeyed(self._changes, backend.begin_snapshot())
         for group, entries in self.timers.snapshot(self.ctx.max_parallelism).items():
             snap.keyed.setdefault(group, {}).update(entries)
         return None if snap.is_empty() else snap
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._changes.confirm(checkpoint_id)
+        super().notify_checkpoint_complete(checkpoint_id)
 
 
 class _TimerFiring:

@@ -1,0 +1,241 @@
+"""Keyed state in checkpoint files: full and incremental snapshots of a keyed state backend.
+
+A keyed operator subtask's backend state is a chain of files: one full snapshot, then deltas that each
+hold the entries changed (or removed) since the previous file. A checkpoint writes one new file and
+references the chain it extends, so it writes what changed, not all state. The files of checkpoints live
+under `<checkpoint-dir>/<job-id>/shared/`, shared by the checkpoints that reference them; the
+coordinator deletes one only when no retained checkpoint refers to it (`sluice.checkpoint.storage`).
+
+A chain grows until its deltas add up to more than its full snapshot, or to `MAX_DELTAS` files; the
+next checkpoint then writes a full snapshot (restoring reads the whole chain, so it is kept short).
+Savepoints always write a full snapshot of their own, so a savepoint stays self-contained.
+
+The chain a checkpoint extends is that of the last checkpoint this subtask knows completed: a delta is
+taken against it and holds the keys changed since then, including those of later checkpoints that did
+not complete (their files are deleted with them).
+
+A file is a sequence of pickle frames, each small enough that the serializing thread gives the task's
+thread the GIL often: a header, then `(state name, kind, {key: value}, [removed keys])` chunks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from sluice._fs import filesystem, join, make_dirs
+from sluice.state.keyed import DELETED, HeapSnapshot
+from sluice.state.keygroups import key_group_for
+
+FORMAT = "sluice-keyed-state"
+SHARED_DIR = "shared"
+MAX_DELTAS = 16
+_CHUNK = 16_384
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+Tables = dict[str, tuple[str, dict[Any, Any]]]
+"""Restored keyed state: state name -> (kind, key -> value)."""
+
+
+@dataclass(frozen=True)
+class KeyedFile:
+    """One file of a chain. `shared` files are named under the job's shared directory; the others
+    (a savepoint's) relative to the directory of `_metadata`."""
+
+    name: str
+    size: int
+    full: bool
+    shared: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "size": self.size, "full": self.full, "shared": self.shared}
+
+    @staticmethod
+    def from_json(data: Any) -> KeyedFile:
+        """Checks what a TaskManager or a stored `_metadata` says: a plain file name, a size."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a keyed state file entry must be an object, not {data!r}")
+        name, size = data.get("name"), data.get("size")
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(f"keyed state file name {name!r} is not a plain file name")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError(f"keyed state file {name} has no valid size: {size!r}")
+        return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")))
+
+
+def shared_location(checkpoint_location: str) -> str:
+    """`<checkpoint-dir>/<job-id>/shared` for the location `<checkpoint-dir>/<job-id>/chk-<n>`."""
+    return join(checkpoint_location.rstrip("/").rsplit("/", 1)[0], SHARED_DIR)
+
+
+def file_uri(location: str, ref: KeyedFile) -> str:
+    return join(shared_location(location), ref.name) if ref.shared else join(location, ref.name)
+
+
+@dataclass
+class KeyedWrite:
+    """What one subtask's keyed state added to a checkpoint."""
+
+    chain: list[KeyedFile]
+    written: int
+
+    @property
+    def state_size(self) -> int:
+        return sum(f.size for f in self.chain)
+
+
+@dataclass
+class ChangeLog:
+    """Per backend: the chain of the last completed checkpoint and the keys changed since."""
+
+    confirmed: list[KeyedFile] = field(default_factory=list)
+    changes: dict[int, dict[str, set[Any]]] = field(default_factory=dict)
+    """Keys changed per snapshot not yet covered by a completed checkpoint: checkpoint id -> name -> keys."""
+    written: dict[int, list[KeyedFile]] = field(default_factory=dict)
+
+    def plan(self, snapshot: HeapSnapshot, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
+        self.changes[checkpoint_id] = {t.name: t.changed for t in snapshot.tables}
+        chain = self.confirmed
+        deltas = sum(f.size for f in chain if not f.full)
+        full = savepoint or not chain or len(chain) > MAX_DELTAS or deltas > chain[0].size
+        changed: dict[str, list[set[Any]]] = {}
+        if not full:
+            for cid, by_name in self.changes.items():
+                if cid <= checkpoint_id:
+                    for name, keys in by_name.items():
+                        changed.setdefault(name, []).append(keys)
+        return SnapshotWrite(self, snapshot, checkpoint_id, savepoint, None if full else list(chain), changed)
+
+    def written_for(self, checkpoint_id: int, chain: list[KeyedFile]) -> None:
+        self.written[checkpoint_id] = chain
+
+    def confirm(self, checkpoint_id: int) -> None:
+        """Checkpoint `checkpoint_id` completed: later deltas extend its chain."""
+        chain = self.written.pop(checkpoint_id, None)
+        if chain is None:
+            return  # not one of ours (a savepoint, or written by no snapshot of this backend)
+        self.confirmed = chain
+        self.written = {c: f for c, f in self.written.items() if c > checkpoint_id}
+        self.changes = {c: k for c, k in self.changes.items() if c > checkpoint_id}
+
+
+class SnapshotWrite:
+    """A planned snapshot of one backend: `write` runs in a thread, `release` on the task's thread."""
+
+    def __init__(
+        self,
+        log: ChangeLog,
+        snapshot: HeapSnapshot,
+        checkpoint_id: int,
+        savepoint: bool,
+        base: list[KeyedFile] | None,
+        changed: dict[str, list[set[Any]]],
+    ) -> None:
+        self.log = log
+        self.snapshot = snapshot
+        self.checkpoint_id = checkpoint_id
+        self.savepoint = savepoint
+        self.base = base
+        self.changed = changed
+
+    @property
+    def incremental(self) -> bool:
+        return self.base is not None
+
+    def write(self, location: str, stem: str) -> KeyedWrite:
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip(".")
+        shared = not self.savepoint
+        name = f"{stem}-{self.checkpoint_id}-{uuid.uuid4().hex[:12]}.kv" if shared else f"{stem}.kv"
+        ref_dir = shared_location(location) if shared else location
+        fs, path = filesystem(ref_dir)
+        make_dirs(fs, path)
+        with fs.open(f"{path}/{name}", "wb") as handle:
+            size = self._write_frames(handle)
+        new = KeyedFile(name, size, full=self.base is None, shared=shared)
+        return KeyedWrite([*(self.base or []), new], size)
+
+    def _write_frames(self, out: BinaryIO) -> int:
+        size = _dump(out, {"format": FORMAT, "version": 1, "full": self.base is None})
+        for table in self.snapshot.tables:
+            entries = table.entries
+            if self.base is None:
+                items = iter(entries.items())
+                while chunk := dict(itertools.islice(items, _CHUNK)):
+                    size += _dump(out, (table.name, table.kind, chunk, []))
+                continue
+            keys: set[Any] = set()
+            for changed in self.changed.get(table.name, []):
+                keys |= changed
+            ordered = iter(keys)
+            while batch := list(itertools.islice(ordered, _CHUNK)):
+                upserts, removed = {}, []
+                for key in batch:
+                    value = entries.get(key, DELETED)
+                    if value is DELETED:
+                        removed.append(key)
+                    else:
+                        upserts[key] = value
+                size += _dump(out, (table.name, table.kind, upserts, removed))
+        return size
+
+    def written(self, result: KeyedWrite) -> None:
+        """On the task's thread, before the acknowledgement: the chain this checkpoint references."""
+        if not self.savepoint:
+            self.log.written_for(self.checkpoint_id, result.chain)
+
+    def release(self) -> None:
+        self.snapshot.release()
+
+
+def _dump(out: BinaryIO, frame: Any) -> int:
+    data = pickle.dumps(frame, protocol=5)
+    out.write(data)
+    return len(data)
+
+
+def read_frames(uri: str) -> Iterator[tuple[str, str, dict[Any, Any], list[Any]]]:
+    fs, path = filesystem(uri)
+    with fs.open(path, "rb") as handle:
+        header = pickle.load(handle)
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise ValueError(f"{uri} is not a Sluice keyed state file")
+        while True:
+            try:
+                frame = pickle.load(handle)
+            except EOFError:
+                return
+            yield frame
+
+
+def restore_chain(
+    location: str, chain: list[KeyedFile], groups: range | None, max_parallelism: int, into: Tables
+) -> None:
+    """Applies a chain's files in order into `into`, keeping the keys of key groups `groups` (None: all)."""
+    for ref in chain:
+        for name, kind, upserts, removed in read_frames(file_uri(location, ref)):
+            entries = into.setdefault(name, (kind, {}))[1]
+            if groups is None:
+                entries.update(upserts)
+                for key in removed:
+                    entries.pop(key, None)
+                continue
+            for key, value in upserts.items():
+                if key_group_for(key, max_parallelism) in groups:
+                    entries[key] = value
+            for key in removed:
+                entries.pop(key, None)
+
+
+@dataclass
+class DeferredKeyed:
+    """An operator's frozen backend snapshot until the chain knows where and how it is written."""
+
+    log: ChangeLog
+    snapshot: HeapSnapshot
+
+    def plan(self, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
+        return self.log.plan(self.snapshot, checkpoint_id, savepoint)

@@ -1,0 +1,260 @@
+"""Keyed state snapshots: copy-on-write freezing, incremental chains of files, restore by key group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.state.keyed import HeapKeyedStateBackend
+from sluice.state.keygroups import key_group_for, key_group_range
+from sluice.state.snapshots import (
+    MAX_DELTAS,
+    ChangeLog,
+    KeyedFile,
+    KeyedWrite,
+    Tables,
+    file_uri,
+    read_frames,
+    restore_chain,
+)
+
+
+def frozen(backend: HeapKeyedStateBackend) -> dict[str, dict[Any, Any]]:
+    """What a snapshot taken now would hold, read while it is frozen."""
+    snap = backend.begin_snapshot()
+    view = {t.name: dict(t.entries) for t in snap.tables}
+    snap.release()
+    return view
+
+
+def test_writes_after_a_snapshot_began_do_not_reach_it_and_are_kept_after_release() -> None:
+    backend = HeapKeyedStateBackend(128)
+    count = backend.value_state(ValueStateDescriptor("count", default=0))
+    items = backend.list_state(ListStateDescriptor[int]("items"))
+    seen = backend.map_state(MapStateDescriptor("seen"))
+    for key in ("a", "b", "c"):
+        backend.current_key = key
+        count.update(1)
+        items.add(1)
+        seen.put("x", 1)
+    snap = backend.begin_snapshot()
+    backend.current_key = "a"
+    count.update(2)
+    items.add(2)
+    seen.put("y", 2)
+    backend.current_key = "b"
+    count.clear()
+    items.clear()
+    seen.remove("x")
+    backend.current_key = "d"
+    count.update(9)
+    # Reads see the writes at once...
+    backend.current_key = "a"
+    assert (count.value(), items.get(), seen.items()) == (2, [1, 2], [("x", 1), ("y", 2)])
+    backend.current_key = "b"
+    assert (count.value(), items.get(), seen.is_empty()) == (0, [], True)
+    # ...while the snapshot holds the state as it was when it began.
+    entries = {t.name: t.entries for t in snap.tables}
+    assert entries["count"] == {"a": 1, "b": 1, "c": 1}
+    assert entries["items"] == {"a": [1], "b": [1], "c": [1]}
+    assert entries["seen"] == {"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1}}
+    snap.release()
+    assert frozen(backend) == {
+        "count": {"a": 2, "c": 1, "d": 9},
+        "items": {"a": [1, 2], "c": [1]},
+        "seen": {"a": {"x": 1, "y": 2}, "c": {"x": 1}},
+    }
+
+
+def test_a_mutable_value_changed_in_place_during_a_snapshot_is_a_copy() -> None:
+    backend = HeapKeyedStateBackend(128)
+    state = backend.value_state(ValueStateDescriptor[list[int]]("v"))
+    backend.current_key = "k"
+    state.update([1])
+    snap = backend.begin_snapshot()
+    value = state.value()
+    assert value is not None
+    value.append(2)  # a user function changing what it read, then storing it
+    state.update(value)
+    assert snap.tables[0].entries == {"k": [1]}
+    snap.release()
+    assert state.value() == [1, 2]
+
+
+def test_a_snapshot_taken_while_another_is_written_sees_both_generations() -> None:
+    backend = HeapKeyedStateBackend(128)
+    items = backend.list_state(ListStateDescriptor[int]("items"))
+    backend.current_key = "a"
+    items.add(1)
+    first = backend.begin_snapshot()
+    items.add(2)
+    second = backend.begin_snapshot()  # a savepoint while the checkpoint is still written
+    items.add(3)
+    assert first.tables[0].entries == {"a": [1]}
+    assert second.tables[0].entries == {"a": [1, 2]}
+    second.release()
+    first.release()
+    assert items.get() == [1, 2, 3]
+
+
+def test_each_snapshot_hands_out_the_keys_changed_since_the_previous_one() -> None:
+    backend = HeapKeyedStateBackend(128)
+    count = backend.value_state(ValueStateDescriptor("count", default=0))
+    for key in range(5):
+        backend.current_key = key
+        count.update(1)
+    first = backend.begin_snapshot()
+    assert first.tables[0].changed == {0, 1, 2, 3, 4}
+    first.release()
+    backend.current_key = 3
+    count.clear()
+    backend.current_key = 7
+    count.update(1)
+    second = backend.begin_snapshot()
+    assert second.tables[0].changed == {3, 7}
+    second.release()
+
+
+def test_restore_by_key_group_hands_each_key_to_exactly_one_subtask() -> None:
+    backend = HeapKeyedStateBackend(128)
+    count = backend.value_state(ValueStateDescriptor("count", default=0))
+    for key in range(200):
+        backend.current_key = key
+        count.update(key)
+    restored: dict[Any, Any] = {}
+    for subtask in range(3):
+        again = HeapKeyedStateBackend(128)
+        tables: Tables = {"count": ("value", {})}
+        mine = key_group_range(subtask, 128, 3)
+        tables["count"][1].update(
+            {k: v for k, v in frozen(backend)["count"].items() if key_group_for(k, 128) in mine}
+        )
+        again.restore_tables(tables)
+        mine_now = frozen(again)["count"]
+        assert not set(mine_now) & set(restored)
+        restored.update(mine_now)
+    assert restored == {k: k for k in range(200)}
+
+
+# -- files --------------------------------------------------------------------------------------------
+
+
+class Subtask:
+    """One keyed subtask's backend and change log, checkpointing into a job directory as a task does."""
+
+    def __init__(self, job_dir: Path) -> None:
+        self.job_dir = job_dir
+        self.backend = HeapKeyedStateBackend(128)
+        self.count = self.backend.value_state(ValueStateDescriptor("count", default=0))
+        self.log = ChangeLog()
+
+    def put(self, keys: range | list[int], value: int) -> None:
+        for key in keys:
+            self.backend.current_key = key
+            self.count.update(value)
+
+    def remove(self, keys: list[int]) -> None:
+        for key in keys:
+            self.backend.current_key = key
+            self.count.clear()
+
+    def checkpoint(self, cid: int, savepoint: bool = False, complete: bool = True) -> tuple[str, KeyedWrite]:
+        location = (self.job_dir / (f"savepoint-{cid}" if savepoint else f"chk-{cid}")).as_uri()
+        write = self.log.plan(self.backend.begin_snapshot(), cid, savepoint)
+        result = write.write(location, "count-0")
+        write.written(result)
+        write.release()
+        if complete:
+            self.log.confirm(cid)
+        return location, result
+
+
+def restored(location: str, chain: list[KeyedFile], groups: range | None = None) -> dict[Any, Any]:
+    tables: Tables = {}
+    restore_chain(location, chain, groups, 128, tables)
+    return tables.get("count", ("value", {}))[1]
+
+
+def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(tmp_path: Path) -> None:
+    task = Subtask(tmp_path)
+    task.put(range(10_000), 1)
+    location, first = task.checkpoint(1)
+    assert [f.full for f in first.chain] == [True]
+    task.put([5, 6], 2)
+    task.remove([7])
+    location, second = task.checkpoint(2)
+    assert [f.full for f in second.chain] == [True, False]
+    assert second.chain[0] == first.chain[0]  # the full snapshot is shared, not written again
+    assert second.written < first.written / 50
+    delta = list(read_frames(file_uri(location, second.chain[1])))
+    assert [(name, upserts, removed) for name, _, upserts, removed in delta] == [("count", {5: 2, 6: 2}, [7])]
+    expected = dict.fromkeys(range(10_000), 1) | {5: 2, 6: 2}
+    del expected[7]
+    assert restored(location, second.chain) == expected
+    assert all(f.shared for f in second.chain)
+    assert (tmp_path / "shared" / second.chain[1].name).exists()
+
+
+def test_changes_of_a_checkpoint_that_did_not_complete_go_into_the_next_one(tmp_path: Path) -> None:
+    task = Subtask(tmp_path)
+    task.put(range(100), 1)
+    task.checkpoint(1)
+    task.put([1], 2)
+    task.checkpoint(2, complete=False)  # failed: its delta is not part of any later chain
+    task.put([2], 3)
+    location, third = task.checkpoint(3)
+    assert len(third.chain) == 2, "the delta extends checkpoint 1's chain, not the failed one's"
+    assert restored(location, third.chain) == dict.fromkeys(range(100), 1) | {1: 2, 2: 3}
+
+
+def test_a_savepoint_is_full_and_private_and_leaves_the_chain_alone(tmp_path: Path) -> None:
+    task = Subtask(tmp_path)
+    task.put(range(100), 1)
+    task.checkpoint(1)
+    task.put([1], 2)
+    location, savepoint = task.checkpoint(2, savepoint=True)
+    assert [(f.full, f.shared) for f in savepoint.chain] == [(True, False)]
+    assert restored(location, savepoint.chain) == dict.fromkeys(range(100), 1) | {1: 2}
+    # The next checkpoint still holds key 1's change: the savepoint completed no checkpoint.
+    location, third = task.checkpoint(3)
+    assert len(third.chain) == 2
+    assert restored(location, third.chain)[1] == 2
+
+
+def test_a_chain_whose_deltas_outgrow_its_full_snapshot_starts_again(tmp_path: Path) -> None:
+    task = Subtask(tmp_path)
+    task.put(range(100), 0)
+    task.checkpoint(1)
+    lengths = []
+    for cid in range(2, 2 + MAX_DELTAS + 3):
+        task.put(range(10), cid)
+        _, result = task.checkpoint(cid)
+        lengths.append(len(result.chain))
+    assert max(lengths) <= MAX_DELTAS + 1
+    assert 1 in lengths, "a full snapshot is written again once the deltas add up"
+
+
+def test_restore_of_a_chain_at_another_parallelism_keeps_only_the_subtasks_key_groups(tmp_path: Path) -> None:
+    task = Subtask(tmp_path)
+    task.put(range(1000), 1)
+    task.checkpoint(1)
+    task.put(range(0, 1000, 3), 2)
+    task.remove(list(range(1, 1000, 7)))
+    location, second = task.checkpoint(2)
+    expected = frozen(task.backend)["count"]
+    merged: dict[Any, Any] = {}
+    for subtask in range(3):
+        groups = key_group_range(subtask, 128, 3)
+        mine = restored(location, second.chain, groups)
+        assert all(key_group_for(k, 128) in groups for k in mine)
+        merged.update(mine)
+    assert merged == expected
+
+
+@pytest.mark.parametrize("name", ["../x.kv", "a/b.kv", ".hidden", "", 7])
+def test_a_keyed_file_entry_with_a_path_in_its_name_is_refused(name: Any) -> None:
+    with pytest.raises(ValueError, match="keyed state file name"):
+        KeyedFile.from_json({"name": name, "size": 1, "full": True, "shared": True})
