@@ -112,6 +112,9 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
                 {"id": failures[-1].checkpoint_id, "error": failures[-1].error} if failures else None
             ),
             "recent": [checkpoint_summary(entry) for entry in recent],
+            # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
+            # stopped), asyncMs, bytesWritten, stateSize (all state it references).
+            "lastCompleted": checkpoints.latest.as_json() if checkpoints and checkpoints.latest else None,
         },
         "vertices": vertices,
         "taskManagers": [
