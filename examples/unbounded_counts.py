@@ -18,8 +18,12 @@ def build(env: sluice.StreamEnvironment) -> None:
     keys = int(env.args.get("keys", "100"))
     ms_per_record = int(env.args.get("ms_per_record", "1"))
     (
-        env.from_source(GeneratorSource(lambda i: i, splits=2, rate=rate), uid="generator")
-        .assign_timestamps(lambda i: i * ms_per_record, max_out_of_orderness_ms=1000, uid="ts")
+        env.from_source(
+            GeneratorSource(lambda i: i, splits=2, rate=rate),
+            uid="generator",
+            # A watermark per split: a subtask that reads both splits waits for the one behind.
+            watermarks=sluice.WatermarkStrategy(lambda i: i * ms_per_record, max_out_of_orderness_ms=1000),
+        )
         .map(lambda i: (i % keys, i * ms_per_record // 1000, 1, i), uid="pair")
         .key_by(lambda e: e[0])
         .window(TumblingEventTimeWindows.of_millis(1000))

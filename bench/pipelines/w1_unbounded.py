@@ -8,9 +8,12 @@ from sluice.windows import TumblingEventTimeWindows
 def build(env: sluice.StreamEnvironment) -> None:
     rate = float(env.args.get("rate", "50000"))
     (
-        env.from_source(GeneratorSource(lambda i: i, splits=4, rate=rate), uid="numbers")
+        env.from_source(
+            GeneratorSource(lambda i: i, splits=4, rate=rate),
+            uid="numbers",
+            watermarks=sluice.WatermarkStrategy(lambda i: i // 10),  # per split: subtasks read several
+        )
         .map(lambda i: ((i * 7919) % 1000, i // 10, i % 100), uid="parse")
-        .assign_timestamps(lambda e: e[1], max_out_of_orderness_ms=0, uid="ts")
         .map(lambda e: (e[0], 1, e[2]), uid="ones")
         .key_by(lambda e: e[0])
         .window(TumblingEventTimeWindows.of_millis(1000))

@@ -15,6 +15,7 @@ from sluice.api.functions import (
     TimerService,
 )
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.watermarks import WatermarkStrategy
 
 __all__ = [
     "AggregateFunction",
@@ -33,5 +34,6 @@ __all__ = [
     "StreamEnvironment",
     "TimerService",
     "ValueStateDescriptor",
+    "WatermarkStrategy",
     "WindowedStream",
 ]

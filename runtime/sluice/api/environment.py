@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sluice.state.keygroups import DEFAULT_MAX_PARALLELISM
+from sluice.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
     from sluice.api.datastream import DataStream
@@ -36,11 +37,23 @@ class StreamEnvironment:
         self.parallelism = parallelism
         return self
 
-    def from_source(self, source: Source[Any], uid: str, name: str | None = None) -> DataStream:
+    def from_source(
+        self,
+        source: Source[Any],
+        uid: str,
+        name: str | None = None,
+        watermarks: WatermarkStrategy | None = None,
+    ) -> DataStream:
+        """A stream of `source`'s records; with `watermarks`, timestamped and with a watermark per split
+        (see `sluice.watermarks`)."""
         from sluice.api.datastream import DataStream
         from sluice.engine.operators.source import SourceOperator
 
-        node = self._add("source", name or uid, uid, lambda u: SourceOperator(u, source), [], stateful=True)
+        if watermarks is not None and not isinstance(watermarks, WatermarkStrategy):
+            raise TypeError(f"from_source: watermarks must be a sluice.WatermarkStrategy, got {watermarks!r}")
+        node = self._add(
+            "source", name or uid, uid, lambda u: SourceOperator(u, source, watermarks), [], stateful=True
+        )
         return DataStream(self, [(node, None)])
 
     def _add(

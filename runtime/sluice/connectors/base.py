@@ -24,6 +24,11 @@ class SplitReader(ABC, Generic[Split]):
     def position(self) -> Split:
         """The split as it stands now: restoring from it continues right after the last record read."""
 
+    def notify_checkpoint_complete(self, checkpoint_id: int, position: Split) -> None:
+        """Checkpoint `checkpoint_id`, which holds this split at `position`, completed: a restore will
+        never go back before it. For telling an outside system (Kafka's committed offsets); a reader
+        that has nobody to tell need not."""
+
     def close(self) -> None:
         pass
 

@@ -12,8 +12,10 @@ from sluice.windows import TumblingEventTimeWindows
 def build(env: sluice.StreamEnvironment) -> None:
     keys = int(env.args.get("keys", "20"))
     stamped = env.from_source(
-        GeneratorSource(lambda i: i, splits=2, rate=float(env.args.get("rate", "5000"))), uid="gen"
-    ).assign_timestamps(lambda i: i, max_out_of_orderness_ms=100, uid="ts")
+        GeneratorSource(lambda i: i, splits=2, rate=float(env.args.get("rate", "5000"))),
+        uid="gen",
+        watermarks=sluice.WatermarkStrategy(lambda i: i, max_out_of_orderness_ms=100),
+    )
     stamped.sink_to(FileSink(env.args["raw"]), uid="raw-sink")
     (
         stamped.map(lambda i: (i % keys, 1), uid="ones")

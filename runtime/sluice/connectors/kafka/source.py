@@ -7,15 +7,14 @@ is one slot per partition (n = the number of partitions then, unless `splits` sa
 slot the same rule names, and that slot's reader picks it up from its earliest offset. Slots are list
 state: a restore at another parallelism deals them anew.
 
-The broker's committed offsets of `group_id` are only for watching lag: a reader commits, at each
-snapshot, the offsets of the snapshot before (by then almost always a completed checkpoint). The
-engine does not tell sources when a checkpoint completes, so this is the closest a source can get.
+The broker's committed offsets of `group_id` are only for watching lag: when a checkpoint completes,
+each slot commits the offsets that checkpoint holds. A restore never reads them; it takes the offsets
+from Sluice's checkpoint.
 
-Limit: the engine's SourceOperator reads a subtask's splits one after another. Bounded slots end, so a
-bounded source reads them all; an unbounded slot never ends, so an unbounded KafkaSource needs at least
-as many subtasks as slots, or a subtask's later slots are never read: with more partitions than
-subtasks, `splits=<parallelism>` makes each slot read several partitions. Lifting this needs the engine to
-read a subtask's splits side by side (and to give each split its own watermark).
+A subtask reads all of its slots side by side (an unbounded slot never ends). For event time, give
+`env.from_source` a `WatermarkStrategy`: each slot then keeps its own watermark (with one slot per
+partition, the watermarks are per partition) and a slot without records for the idleness timeout stops
+holding event time back.
 """
 
 from __future__ import annotations
@@ -152,7 +151,6 @@ class _KafkaReader(SplitReader[KafkaSplit]):
         self.done: set[tuple[str, int]] = set()
         self._consumer: Consumer | None = None
         self._next_discovery = 0.0
-        self._to_commit: dict[tuple[str, int], int] | None = None
 
     def _open(self) -> Consumer:
         from confluent_kafka import TopicPartition
@@ -224,7 +222,6 @@ class _KafkaReader(SplitReader[KafkaSplit]):
 
     def position(self) -> KafkaSplit:
         offsets = self._resolved()
-        self._commit_for_monitoring(offsets)
         return replace(self.split, offsets=tuple((t, p, o) for (t, p), o in sorted(offsets.items())))
 
     def _resolved(self) -> dict[tuple[str, int], int]:
@@ -243,12 +240,15 @@ class _KafkaReader(SplitReader[KafkaSplit]):
                     self.next[(t, p)] = low
         return dict(self.next)
 
-    def _commit_for_monitoring(self, offsets: dict[tuple[str, int], int]) -> None:
+    def notify_checkpoint_complete(self, checkpoint_id: int, position: KafkaSplit) -> None:
+        """For lag monitoring only: the group's committed offsets become those of the completed
+        checkpoint. Asynchronous, and a failure is only logged by the client: nothing depends on it."""
         from confluent_kafka import TopicPartition
 
-        previous, self._to_commit = self._to_commit, offsets
-        if previous and self.source.group_id is not None and self._consumer is not None:
-            tps = [TopicPartition(t, p, o) for (t, p), o in previous.items() if o >= 0]
+        if self.source.group_id is None or self._consumer is None:
+            return
+        tps = [TopicPartition(t, p, o) for t, p, o in position.offsets if o >= 0]
+        if tps:
             self._consumer.commit(offsets=tps, asynchronous=True)
 
     def close(self) -> None:
