@@ -74,11 +74,15 @@ def summary(job: dict[str, Any]) -> str:
     ]
     if job.get("error"):
         lines.append(f"error: {job['error']}")
-    rates, totals = job.get("rates", {}), job["metrics"]
+    # Read: what the sources emitted; written: what the sinks (vertices no other vertex reads) took.
+    vertices = job["vertices"]
+    consumed = {edge["vertex"] for v in vertices for edge in v.get("inputs", [])}
+    read = sum(v["metrics"]["recordsIn"] for v in vertices if not v.get("inputs"))
+    written = sum(v["metrics"]["recordsOut"] for v in vertices if v["id"] not in consumed)
+    rates = job.get("rates", {})
     lines.append(
-        f"records: read {rate(rates.get('recordsReadPerSecond'))}, written "
-        f"{rate(rates.get('recordsWrittenPerSecond'))}; in total {totals['recordsIn']:,} in, "
-        f"{totals['recordsOut']:,} out"
+        f"records: read {read:,} ({rate(rates.get('recordsReadPerSecond'))}), "
+        f"written {written:,} ({rate(rates.get('recordsWrittenPerSecond'))})"
     )
     subtasks = job["subtasks"]
     lines.append(f"subtasks: {subtasks['finished']} of {subtasks['total']} finished")

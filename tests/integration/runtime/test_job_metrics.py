@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import SluiceJob
+from testkit.jobs import SluiceJob, run_cli
 
 
 def _scrape(url: str, token: str | None) -> str:
@@ -70,5 +70,11 @@ def test_a_slow_sink_shows_as_backpressure_upstream_and_busy_time_in_the_sink(tm
         records = families["sluice_subtask_records_in"].samples
         assert all(s.name == "sluice_subtask_records_in_total" and s.value > 0 for s in records), records
         assert families["sluice_checkpoints"].type == "counter"
+
+        # What a person sees: the source's row says its backpressure is HIGH.
+        status = run_cli("status", "--address", url, "--token", token)
+        assert status.returncode == 0, status.stderr
+        row = next(line for line in status.stdout.splitlines() if line.startswith("0 "))
+        assert row.split()[1] == "numbers" and row.endswith("HIGH"), status.stdout
     finally:
         job.kill()

@@ -9,7 +9,7 @@ from sluice.cli import parser
 
 
 def _document() -> dict[str, Any]:
-    def vertex(vid: int, name: str, states: list[str], pressured: float | None) -> dict[str, Any]:
+    def vertex(vid: int, name: str, states: list[str], pressured: float | None, count: int) -> dict[str, Any]:
         return {
             "id": vid,
             "name": name,
@@ -21,8 +21,8 @@ def _document() -> dict[str, Any]:
                 {"index": i, "state": s, "taskManager": 0, "metrics": {}} for i, s in enumerate(states)
             ],
             "metrics": {
-                "recordsIn": 10,
-                "recordsOut": 10,
+                "recordsIn": count,
+                "recordsOut": count + 1,
                 "lateRecordsDropped": 0,
                 "recordsInPerSecond": 12_345.0,
                 "recordsOutPerSecond": None,
@@ -65,8 +65,8 @@ def _document() -> dict[str, Any]:
             ],
         },
         "vertices": [
-            vertex(0, "uneven -> ts", ["FINISHED", "RUNNING"], 600.0),
-            vertex(1, "count -> sink", ["RUNNING", "END_OF_DATA"], None),
+            vertex(0, "uneven -> ts", ["FINISHED", "RUNNING"], 600.0, 5_000),
+            vertex(1, "count -> sink", ["RUNNING", "END_OF_DATA"], None, 70),
         ],
     }
 
@@ -75,7 +75,8 @@ def test_the_summary_names_state_rates_vertices_checkpoints_and_the_last_savepoi
     text = summary(_document())
     lines = text.splitlines()
     assert lines[0] == "job uneven (abc): RUNNING, up 1h 2m, attempt 1 (1 restarts)"
-    assert "records: read 2.00M/s, written -; in total 1,000,000 in, 999 out" in text
+    # Read by the source vertex, written by the vertex nothing reads (the sink).
+    assert "records: read 5,000 (2.00M/s), written 71 (-)" in text
     assert "subtasks: 1 of 4 finished" in text
     header = next(line for line in lines if line.startswith("ID  VERTEX"))
     assert header.split() == ["ID", "VERTEX", "PARALLELISM", "FINISHED", "IN", "OUT", "BUSY", "BACKPRESSURED"]
