@@ -157,6 +157,23 @@ def test_savepoint_mode_suspends_with_a_savepoint_and_starts_the_new_spec_from_i
     assert _spec_field(after, "lastReconciledSpec", "parallelism") == 1
     assert _spec_field(after, "lastStableSpec", "parallelism") == 1
     assert after["lastSavepoint"]["path"] == path
+    # The first run's checkpoints can restore nothing any more (the new run started from the savepoint
+    # and has a checkpoint of its own): the operator deletes that run's directory, and only that.
+    second_run = after["job"]["id"]
+    first_dir = f"{e2e.storage.root}/checkpoints/{e2e.namespace}/{JOB}/{first_run}"
+    e2e.wait(
+        "the first run's checkpoint directory deleted",
+        lambda: (
+            not _checkpoints_of(e2e, first_run) and not e2e.storage.exists(f"{first_dir}/job-result.json")
+        ),
+    )
+    e2e.wait_streamjob(
+        JOB, "only the current run recorded", lambda sj: sj["status"]["checkpointRuns"] == [second_run]
+    )
+    assert _checkpoints_of(e2e, second_run)
+    assert [
+        e for e in e2e.items("events") if e["reason"] == "CheckpointsDeleted" and first_run in e["message"]
+    ]
 
     _finish_and_check_output(e2e)
     assert _committed_records(e2e) >= committed
@@ -180,6 +197,11 @@ def test_last_state_mode_starts_the_new_spec_from_the_latest_checkpoint(e2e: E2E
     assert e2e.items("savepoints") == [], "a last-state upgrade took a savepoint"
     assert "lifecycle Running -> Upgrading" in _lifecycle_events(e2e)
     assert _spec_field(after, "lastReconciledSpec", "pipeline", "args", "rate") == "4000"
+    # The run restored from stays in storage while the new run lives, though the new run checkpoints.
+    e2e.wait_checkpoints_after(JOB, int(after["lastCheckpoint"]["id"]))
+    assert _checkpoints_of(e2e, first_run) == checkpoints
+    second_run = after["job"]["id"]
+    assert e2e.get("streamjob", JOB)["status"]["checkpointRuns"] == [first_run, second_run]  # type: ignore[index]
 
     _finish_and_check_output(e2e)
 

@@ -101,3 +101,11 @@ class StreamJobStatus(StatusModel):
     last_stable_spec: str | None = Field(
         default=None, description=("JSON of the last spec whose run reached Running (or finished).")
     )
+    checkpoint_runs: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Job ids of the runs this StreamJob started whose checkpoint directories may still exist, "
+            "oldest first. The operator deletes an earlier run's directory once the current run has a "
+            "checkpoint of its own and nothing (restore point, savepoint) refers to it."
+        ),
+    )

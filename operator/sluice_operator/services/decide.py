@@ -18,7 +18,8 @@ from ._status import job_from_coordinator, job_from_result, last_checkpoint, sav
 from .conditions import job_conditions
 from .context import JobContext
 from .observed import Observed
-from .plan import DeletePods, Event, Plan, StartRun
+from .old_runs import remember_run
+from .plan import DeletePods, DeleteSavepoint, Event, Plan, StartRun
 from .savepoints import SavepointOutlook, ensure_stop_savepoint, periodic_and_cleanup, plan_savepoints
 
 _ENDED = ("FINISHED", "FAILED", "CANCELED")
@@ -64,7 +65,11 @@ def decide(ctx: JobContext, obs: Observed) -> Plan:
         status["error"] = error
     if lifecycle in (LifecycleState.RUNNING, LifecycleState.FINISHED) and error is None:
         status["lastStableSpec"] = status.get("lastReconciledSpec")
-    status.update(savepoint_summary(obs.savepoints, status))
+    # Not the Savepoints on their way out (this plan deletes them, or their files are being disposed
+    # of): the history lists restore points, and theirs may be gone by the time someone reads it.
+    leaving = {a.name for a in plan.actions if isinstance(a, DeleteSavepoint)}
+    kept = [v for v in obs.savepoints if not v.deleting and v.name not in leaving]
+    status.update(savepoint_summary(kept, status))
     status["conditions"] = job_conditions(
         status.get("conditions", []),
         desired=ctx.spec.state,
@@ -113,6 +118,7 @@ def _start(ctx: JobContext, obs: Observed, plan: Plan, restore: str | None) -> N
         **({"restoredFrom": restore} if restore else {}),
     }
     plan.status["lastReconciledSpec"] = m.deployed_spec_json(ctx.spec)
+    plan.status["checkpointRuns"] = remember_run(ctx.status.checkpoint_runs, run.job_id)
     plan.events.append(
         Event(
             "Normal",

@@ -24,7 +24,8 @@ from .context import JobContext
 from .decide import decide
 from .execute import execute
 from .observe import Deps, observe_job
-from .plan import Event
+from .old_runs import delete_expired_runs
+from .plan import DeletePods, Event, StartRun
 from .storage import Storage, storage_options
 from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
@@ -177,6 +178,8 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     if delta:
         await deps.kube.patch_status(c.STREAMJOB_PLURAL, namespace, name, delta)
     await execute(deps, obs, plan, owner)
+    if not any(isinstance(action, StartRun | DeletePods) for action in plan.actions):
+        plan.events.extend(await delete_expired_runs(deps.kube, storage, ctx, obs, checkpoint_dir))
     return outcome
 
 

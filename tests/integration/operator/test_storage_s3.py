@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+from typing import cast
 
 import pytest
 
+from sluice_operator.kube import Kube
+from sluice_operator.manifests import Owner
+from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
+from sluice_operator.services.context import JobContext
+from sluice_operator.services.observed import CoordinatorView, Observed
+from sluice_operator.services.old_runs import delete_expired_runs
 from sluice_operator.services.storage import Storage, storage_options
 from testkit.s3 import S3Server
 
@@ -68,3 +76,69 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
         assert not s3_server.filesystem().exists(f"{bucket}/sp/savepoint-r2-9/_metadata")
 
     asyncio.run(scenario())
+
+
+class _RecordingKube:
+    """Records the status patches; the storage side is what this test is about."""
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, str, str, dict[str, object]]] = []
+
+    async def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, object]) -> object:
+        self.patches.append((plural, namespace, name, status))
+        return {}
+
+
+def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Server) -> None:
+    bucket = s3_server.create_bucket()
+    root = f"{bucket}/checkpoints/ns/job"
+    old, restored, foreign, current = "a" * 32, "b" * 32, "c" * 32, "d" * 32
+    fs = s3_server.filesystem()
+    for run in (old, restored, foreign, current):
+        _write(s3_server, f"{root}/{run}/chk-3/_metadata", {"checkpointId": 3, "jobId": run})
+        _write(s3_server, f"{root}/{run}/chk-3/state-0", {"x": 1})
+        _write(s3_server, f"{root}/{run}/shared/file-1", {"y": 2})
+        _write(s3_server, f"{root}/{run}/job-result.json", {"jobId": run, "state": "FAILED"})
+    spec = StreamJobSpec.model_validate(
+        {"image": "sluice:dev", "pipeline": {"file": "p.py"}, "checkpoints": {"storage": root}}
+    )
+    status = StreamJobStatus.model_validate(
+        {
+            "lifecycleState": "Running",
+            "job": {"id": current, "state": "RUNNING", "restoredFrom": f"{root}/{restored}/chk-3"},
+            "checkpointRuns": [old, restored, current],  # `foreign` is not this job's
+        }
+    )
+    ctx = JobContext(
+        owner=Owner(name="job", namespace="ns", uid="u"),
+        generation=1,
+        spec=spec,
+        status=status,
+        config=OperatorConfig(storage=bucket),
+        now_ms=1,
+        new_job_id="",
+    )
+    obs = Observed(
+        coordinator=CoordinatorView(
+            job={"jobId": current, "state": "RUNNING"},
+            checkpoints={"latest": {"id": 3, "path": f"{root}/{current}/chk-3"}},
+        )
+    )
+    kube = _RecordingKube()
+    storage = Storage(storage_options(root, s3_server.env))
+
+    events = asyncio.run(delete_expired_runs(cast(Kube, kube), storage, ctx, obs, root))
+
+    fs.invalidate_cache()
+    assert not fs.exists(f"{root}/{old}"), fs.find(f"{root}/{old}")
+    for kept in (restored, foreign, current):
+        assert fs.exists(f"{root}/{kept}/chk-3/_metadata") and fs.exists(f"{root}/{kept}/shared/file-1")
+    assert kube.patches == [("streamjobs", "ns", "job", {"checkpointRuns": [restored, current]})]
+    assert [e.reason for e in events] == ["CheckpointsDeleted"] and old in events[0].message
+
+    # Once recorded as gone, nothing is deleted again (a storage outage mid-way would retry the rest).
+    after = ctx.status.model_copy(update={"checkpoint_runs": [restored, current]})
+    again = asyncio.run(
+        delete_expired_runs(cast(Kube, kube), storage, dataclasses.replace(ctx, status=after), obs, root)
+    )
+    assert again == [] and len(kube.patches) == 1
