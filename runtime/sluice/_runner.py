@@ -246,8 +246,8 @@ async def _progress(job: JobMaster, started: float) -> None:
         per_s = (read - last[1]) / (now - last[0]) if last is not None and read >= last[1] else None
         last = (now, read)
         checkpoints, subtasks = view["checkpoints"], view["subtasks"]
-        latest = next((c for c in checkpoints["recent"] if c["status"] == "COMPLETED"), None)
-        took = f", last took {duration(latest['durationMs'])}" if latest is not None else ""
+        latest = checkpoints.get("lastCompleted")
+        took = f", last took {duration(latest.get('durationMs'))}" if latest else ""
         _say(
             f"{now - started:6.1f}s {job.state:<10} "
             f"records read {read:,} ({rate(per_s)}), written {written:,} | "
