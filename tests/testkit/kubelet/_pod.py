@@ -194,6 +194,12 @@ class PodWorker:
             )
             if not restart:
                 record.done = True
+                if not init and all(r.done for r in self._main):
+                    # Nothing of the pod runs any more: free its mount points before its terminal phase
+                    # is published, as a real kubelet tears down a terminated pod's volumes. The API
+                    # server deletes a terminated pod at once (no grace period), so `kubectl delete`
+                    # returns before this kubelet even hears of the deletion.
+                    self._rt.mount_points.release(self.uid)
                 await self._publish()
                 return
             if time.monotonic() - started > 2 * self._rt.backoff_max:
