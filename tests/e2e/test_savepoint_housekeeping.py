@@ -93,9 +93,13 @@ def _completed(present: dict[str, dict[str, Any]]) -> list[str]:
     return sorted(n for n, s in present.items() if (s.get("status") or {}).get("state") == "Completed")
 
 
-def _history_matches_objects(e2e: E2ECluster) -> dict[str, Any] | None:
-    """The job's status once `savepointHistory` lists exactly the completed Savepoints, newest first."""
+def _history_matches_objects(e2e: E2ECluster, settled: bool = False) -> dict[str, Any] | None:
+    """The job's status once `savepointHistory` lists exactly the completed Savepoints, newest first
+    (`settled`: and no Savepoint is pending or in progress)."""
     present = {s["metadata"]["name"]: s for s in e2e.items("savepoints")}
+    states = [(s.get("status") or {}).get("state") for s in present.values()]
+    if settled and any(state not in ("Completed", "Failed", "Abandoned") for state in states):
+        return None
     job = e2e.get("streamjob", JOB) or {}
     status = job.get("status") or {}
     history = status.get("savepointHistory") or []
@@ -139,9 +143,15 @@ def test_periodic_savepoints_are_taken_on_the_interval_and_only_max_count_are_ke
     assert any(f"more than {max_count} savepoints" in r for r in reasons), reasons
 
     # What is left: at most max_count completed periodic savepoints, each a savepoint of this run,
-    # owned by the job and listed in its status.
+    # owned by the job and listed in its status. Savepoints go on every 3 s, and each completion trims
+    # the oldest (files included): stop them first (a policy change, the job does not restart), or an
+    # entry of the status read here may be disposed of before its files are read below.
+    e2e.kubectl(
+        "patch", "streamjob", JOB, "--type=merge", "-p", '{"spec":{"savepoints":{"periodicInterval":null}}}'
+    )
     status = e2e.wait(
-        "savepointHistory lists the completed Savepoints", lambda: _history_matches_objects(e2e)
+        "no savepoint in flight, and savepointHistory lists the completed Savepoints",
+        lambda: _history_matches_objects(e2e, settled=True),
     )
     history = status["savepointHistory"]
     assert 1 <= len(history) <= max_count, history

@@ -58,8 +58,15 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     for view in await job_savepoints(deps.kube, ns, owner.name, owner.uid):
         if view.owned:  # their own finalizer disposes of the files when disposeOnDelete is set
             await deps.kube.delete_custom(c.SAVEPOINT_PLURAL, ns, view.name)
-    await deps.kube.delete_pod(ns, m.coordinator_name(owner.name))
-    for pod in await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}"):
+    coordinator = m.coordinator_name(owner.name)
+    await deps.kube.delete_pod(ns, coordinator)
+    pods = await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}")
+    if any(pod["metadata"]["name"] == coordinator for pod in pods):
+        # Its Spark driver replaces executor pods that go while it still runs (its shutdown takes the
+        # grace period): TaskManagers deleted now could come back as new pods. Once it is gone,
+        # nothing makes them; its own pods also go with it (they are its dependents).
+        return Finalized(False, events, f"waiting for pod {coordinator} to stop")
+    for pod in pods:
         await deps.kube.delete_pod(ns, pod["metadata"]["name"])
     owned = [
         ("Service", m.rest_service_name(owner.name)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -416,10 +417,25 @@ def test_history_keeps_max_count_of_operator_savepoints_and_the_latest() -> None
     deleted = sorted(a.name for a in plan.actions if isinstance(a, DeleteSavepoint))
     assert deleted == ["counts-periodic-0", "counts-periodic-1", "counts-periodic-2"]
     assert plan.status["lastSavepoint"]["path"] == "s3://p4"
-    assert [h["name"] for h in plan.status["savepointHistory"]][:2] == [
+    # Those deleted now are no restore points any more: the history lists only what stays.
+    assert [h["name"] for h in plan.status["savepointHistory"]] == [
         "counts-periodic-4",
         "counts-periodic-3",
+        "users-own",
     ]
+
+
+def test_a_savepoint_whose_files_are_being_disposed_of_is_not_in_the_history() -> None:
+    job = spec()
+    views = [
+        savepoint("new", state="Completed", path="s3://new", completionTime="2023-11-14T22:02:00Z"),
+        savepoint("going", state="Completed", path="s3://going", completionTime="2023-11-14T22:01:00Z"),
+    ]
+    views[1] = dataclasses.replace(views[1], deleting=True)
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=views)
+    )
+    assert [h["name"] for h in plan.status["savepointHistory"]] == ["new"]
 
 
 def test_history_max_age_never_deletes_the_latest() -> None:
