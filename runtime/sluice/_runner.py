@@ -55,6 +55,7 @@ def job_from_args(
         graph = build_graph(args.pipeline, env)
     except (PipelineError, GraphError) as err:
         raise UsageError(str(err)) from err
+    graph.use_state_backend(args.state_backend)
     checkpoint_dir = args.checkpoint_dir
     if checkpoint_dir is None:
         checkpoint_dir = default_checkpoint_dir
@@ -162,7 +163,8 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         hosting.close()
     state = result["state"]
     if state == "FINISHED":
-        savepoint = result.get("lastSavepoint")
+        # Only a savepoint the job stopped with: an older one would replay what came after it.
+        savepoint = result.get("stopSavepoint")
         _say(f"job {config.job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else ""))
     elif state == "SUSPENDED":
         _say(

@@ -89,6 +89,8 @@ class JobMaster(SavepointOperations):
         self.placement: dict[SubtaskId, int] = {}
         self.metrics: dict[str, dict[str, int]] = {}
         self.last_savepoint: str | None = None
+        self.stop_savepoint: str | None = None
+        """The savepoint the job stopped with, if it ended that way (`last_savepoint` may be older)."""
         self.checkpoints: CheckpointCoordinator | None = None
         self.history_counts = {"completed": 0, "failed": 0}
         self.stop_request: StopRequest | None = None
@@ -126,6 +128,7 @@ class JobMaster(SavepointOperations):
         if stored is not None:
             self.state, self.result = stored["state"], stored
             self.last_savepoint = stored.get("lastSavepoint")
+            self.stop_savepoint = stored.get("stopSavepoint")
             self.error = stored.get("error")
             self.ended.set()
             return stored
@@ -173,7 +176,9 @@ class JobMaster(SavepointOperations):
             error = None if self.state == "FINISHED" else self.error
             if self.state == "SUSPENDED":
                 error = self._end_request[1] if self._end_request else error
-            self.result = job_result(self.config.job_id, self.state, self.last_savepoint, latest, error)
+            self.result = job_result(
+                self.config.job_id, self.state, self.last_savepoint, self.stop_savepoint, latest, error
+            )
             # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
             # whose coordinator failed here (an exception on its way out): a stored result would end it.
             if self.state in ENDED_STATES:

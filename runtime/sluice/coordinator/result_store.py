@@ -33,14 +33,18 @@ def job_result(
     job_id: str,
     state: str,
     last_savepoint: str | None,
+    stop_savepoint: str | None,
     last_checkpoint: str | None,
     error: str | None,
 ) -> dict[str, Any]:
+    """`lastSavepoint` is the newest savepoint taken, `stopSavepoint` the one the job stopped with (None
+    when it ended otherwise, for instance a bounded job whose input ended after a plain savepoint)."""
     return {
         "jobId": job_id,
         "state": state,
         "timestamp": time.time_ns() // 1_000_000,
         "lastSavepoint": last_savepoint,
+        "stopSavepoint": stop_savepoint,
         "lastCheckpoint": last_checkpoint,
         "error": error,
     }

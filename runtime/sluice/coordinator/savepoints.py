@@ -34,6 +34,7 @@ class SavepointOperations:
     storage: CheckpointStorage
     checkpoints: CheckpointCoordinator | None
     last_savepoint: str | None
+    stop_savepoint: str | None
     stop_request: StopRequest | None
     _control: ControlServer
     _events: asyncio.Queue[tuple[str, str | None]]
@@ -49,11 +50,8 @@ class SavepointOperations:
             raise RuntimeError(f"the job is {self.state}, a savepoint needs it RUNNING")
         done = self._trigger("savepoint", target)
         if done is None:
-            raise RuntimeError(
-                "the savepoint was declined: " + (self.checkpoints.history[-1].error or "")
-                if self.checkpoints
-                else ""
-            )
+            why = (self.checkpoints.history[-1].error or "") if self.checkpoints else ""
+            raise RuntimeError(f"the savepoint was declined: {why}")
         metadata = await done
         path = metadata.get("_location") or self.storage.savepoint_location(target, metadata["checkpointId"])
         self.last_savepoint = path
@@ -108,7 +106,7 @@ class SavepointOperations:
                 self._events.put_nowait(("failed", f"stop-with-savepoint failed ({reason}); resuming"))
                 return
             metadata = future.result()
-            self.last_savepoint = metadata["_location"]
+            self.last_savepoint = self.stop_savepoint = metadata["_location"]
             request.done.set_result(metadata["_location"])
 
         if done is None:

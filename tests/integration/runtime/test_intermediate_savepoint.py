@@ -9,6 +9,7 @@ started from it commits them.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -50,6 +51,12 @@ def test_output_stays_exactly_once_when_a_failure_follows_an_intermediate_savepo
     finally:
         job.kill()
     assert code == 0, job.stderr
+    # It ended because its input ended: its last line must not offer the intermediate savepoint as the
+    # one it stopped with (resuming from that would write everything after it a second time).
+    last = job.stderr.strip().splitlines()[-1]
+    assert last.endswith("FINISHED"), last
+    result = json.loads((tmp_path / "chk" / "intermediate" / "job-result.json").read_text())
+    assert result["stopSavepoint"] is None and result["lastSavepoint"].startswith(f"file://{tmp_path}/sp/")
     assert_same_output(
         read_output(str(out)), keyed_window_reference(count, keys=50, window_ms=1000, ms_per_record=10)
     )

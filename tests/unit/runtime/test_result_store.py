@@ -14,7 +14,7 @@ def test_a_result_write_cut_short_leaves_the_previous_result_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_dir = f"file://{tmp_path / 'job'}"
-    write_result(job_dir, job_result("job", "FAILED", None, None, "the first end"))
+    write_result(job_dir, job_result("job", "FAILED", None, None, None, "the first end"))
     real_write = LocalFileOpener.write
 
     def half_then_fail(self: LocalFileOpener, data: bytes) -> int:
@@ -23,7 +23,7 @@ def test_a_result_write_cut_short_leaves_the_previous_result_whole(
 
     monkeypatch.setattr(LocalFileOpener, "write", half_then_fail)
     with pytest.raises(OSError, match="no space"):
-        write_result(job_dir, job_result("job", "FINISHED", None, None, None))
+        write_result(job_dir, job_result("job", "FINISHED", None, None, None, None))
     monkeypatch.undo()
 
     stored = read_result(job_dir)
@@ -34,7 +34,7 @@ def test_a_result_write_cut_short_leaves_the_previous_result_whole(
 def test_a_written_result_is_read_back(tmp_path: Path) -> None:
     job_dir = f"file://{tmp_path / 'job'}"
     assert read_result(job_dir) is None
-    write_result(job_dir, job_result("job", "CANCELED", "file:///sp/savepoint-x", None, "canceled"))
+    write_result(job_dir, job_result("job", "CANCELED", "file:///sp/savepoint-x", None, None, "canceled"))
     stored = read_result(job_dir)
     assert stored is not None and stored["state"] == "CANCELED"
     assert stored["lastSavepoint"] == "file:///sp/savepoint-x"
