@@ -89,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--min-pause", type=_duration, default=0.0)
     run.add_argument("--checkpoints-retained", type=_positive, default=1)
     run.add_argument(
+        "--state-backend",
+        choices=["heap", "disk"],
+        default="heap",
+        help="where keyed state lives: heap (memory, default) or disk (LMDB on the TaskManager's local "
+        "disk, for state larger than memory; SLUICE_STATE_DIR picks the directory)",
+    )
+    run.add_argument(
         "--tolerable-checkpoint-failures",
         type=_tolerable,
         default=0,

@@ -101,6 +101,7 @@ class OperatorChain:
                 keyed=op.is_keyed,
                 job_id=job_id,
                 attempt_token=attempt_token,
+                state_backend=vertex.state_backend,
             )
             op.setup(ctx, output)
             output = _ChainedOutput(op)

@@ -8,7 +8,7 @@ from typing import Any
 
 from sluice.engine._task_metrics import WaitClock
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
-from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
+from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState, create_backend
 from sluice.state.operator_state import OperatorStateStore
 
 
@@ -84,6 +84,7 @@ class OperatorContext:
         keyed: bool,
         job_id: str = "",
         attempt_token: str = "",
+        state_backend: str = "heap",
     ) -> None:
         self.job_id = job_id
         self.attempt_token = attempt_token
@@ -93,7 +94,11 @@ class OperatorContext:
         self._max_parallelism = max_parallelism
         self._attempt = attempt
         self.metrics = metrics
-        self.keyed_backend = KeyedStateBackend(max_parallelism) if keyed else None
+        self.keyed_backend = (
+            create_backend(state_backend, max_parallelism, f"{operator_uid}-{subtask_index}")
+            if keyed
+            else None
+        )
         self.operator_state = OperatorStateStore()
 
     @property

@@ -60,6 +60,8 @@ class JobVertex:
     max_parallelism: int
     inputs: list[JobEdge] = field(default_factory=list)
     outputs: list[JobEdge] = field(default_factory=list)
+    state_backend: str = "heap"
+    """Where its keyed operators keep keyed state: `heap` or `disk` (`sluice run --state-backend`)."""
 
     @property
     def name(self) -> str:
@@ -89,6 +91,11 @@ class JobGraph:
 
     def operator_uids(self) -> list[str]:
         return [op.uid for v in self.vertices for op in v.operators]
+
+    def use_state_backend(self, kind: str) -> None:
+        """Every keyed operator of the job keeps its keyed state in backend `kind`."""
+        for vertex in self.vertices:
+            vertex.state_backend = kind
 
 
 def build_job_graph(

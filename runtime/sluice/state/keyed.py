@@ -1,32 +1,26 @@
-"""Keyed state on the heap: one table per declared state, keyed by the current record's key.
+"""Keyed state as user functions and operators see it, whichever backend keeps it.
 
-Tables are plain dicts keyed by the user key, so the hot path never computes key groups; the split by
-key group happens only when state is restored.
-
-Snapshots are copy-on-write, so that record processing stops only for an O(number of states) step:
-`begin_snapshot` freezes every table's dict (`_Table.base`) and opens an empty `front` dict that takes
-all writes until the snapshot has been serialized (in another thread, see `sluice.state.snapshots`).
-Reads look in `front` first. A list or map, or a mutable value, that is about to change is copied
-into `front` first, so the frozen dict never changes under the serializer. When the snapshot is done,
-`end_snapshot` folds `front` back into `base` (on the task's thread).
-
-Every table also records which keys changed since the last snapshot (`dirty`): an incremental
-checkpoint writes only those.
+Two backends (`sluice run --state-backend`): `heap` (`sluice.state.heap`, dicts in memory, the default)
+and `disk` (`sluice.state.disk`, LMDB files on the TaskManager's local disk, for state larger than
+memory). Both snapshot the same way: `begin_snapshot` is the short synchronous part (a frozen view and
+the keys changed since the last snapshot); `sluice.state.snapshots` writes the view from another thread
+and the snapshot is released afterwards. Their checkpoint files are the same, so a job can be restored
+with the other backend.
 """
 
 from __future__ import annotations
 
-import pickle
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterable
+from typing import Any, Protocol, TypeVar
 
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 T = TypeVar("T")
-_MISSING: Any = object()
+BACKENDS = ("heap", "disk")
 
 
 class _Deleted:
-    """Marks a key removed in `front` while its old value is still in the frozen `base`."""
+    """Marks a key removed after a snapshot began while the snapshot still holds its old value."""
 
     __slots__ = ()
 
@@ -35,299 +29,87 @@ class _Deleted:
 
 
 DELETED: Any = _Deleted()
-# Values that cannot change in place: they are shared with a frozen snapshot as they are.
-_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozenset, complex})
 
 
-class _Table:
-    __slots__ = ("base", "dirty", "front", "kind", "name")
+class ValueState(Protocol[T]):
+    def value(self) -> T | None: ...
+    def update(self, value: T) -> None: ...
+    def clear(self) -> None: ...
 
-    def __init__(self, name: str, kind: str) -> None:
-        self.name = name
-        self.kind = kind
-        self.base: dict[Any, Any] = {}
-        self.front: dict[Any, Any] | None = None
-        self.dirty: set[Any] = set()
 
-    def get(self, key: Any) -> Any:
-        front = self.front
-        if front is not None:
-            value = front.get(key, _MISSING)
-            if value is not _MISSING:
-                return _MISSING if value is DELETED else value
-        return self.base.get(key, _MISSING)
+class ListState(Protocol[T]):
+    def get(self) -> list[T]: ...
+    def add(self, value: T) -> None: ...
+    def add_all(self, values: list[T]) -> None: ...
+    def update(self, values: list[T]) -> None: ...
+    def clear(self) -> None: ...
 
-    def put(self, key: Any, value: Any) -> None:
-        front = self.front
-        (self.base if front is None else front)[key] = value
-        self.dirty.add(key)
 
-    def remove(self, key: Any) -> None:
-        front = self.front
-        if front is None:
-            self.base.pop(key, None)
-        elif key in self.base:
-            front[key] = DELETED
-        else:
-            front.pop(key, None)
-        self.dirty.add(key)
+class MapState(Protocol):
+    def get(self, key: Any, default: Any = None) -> Any: ...
+    def put(self, key: Any, value: Any) -> None: ...
+    def contains(self, key: Any) -> bool: ...
+    def remove(self, key: Any) -> None: ...
+    def items(self) -> list[tuple[Any, Any]]: ...
+    def keys(self) -> list[Any]: ...
+    def values(self) -> list[Any]: ...
+    def is_empty(self) -> bool: ...
+    def clear(self) -> None: ...
 
-    def own(self, key: Any, copy: Any) -> Any:
-        """The current key's container, safe to change in place (copied out of a frozen snapshot)."""
-        front = self.front
-        if front is None:
-            self.dirty.add(key)
-            return self.base.get(key, _MISSING)
-        value = front.get(key, _MISSING)
-        if value is DELETED:
-            value = _MISSING
-        elif value is _MISSING:
-            old = self.base.get(key, _MISSING)
-            if old is not _MISSING:
-                value = front[key] = copy(old)
-        self.dirty.add(key)
-        return value
+
+class Entries(Protocol):
+    """A frozen table: read from the serializing thread while the task goes on writing."""
+
+    def get(self, key: Any, default: Any = None) -> Any: ...
+    def items(self) -> Iterable[tuple[Any, Any]]: ...
 
 
 class FrozenTable:
-    """One table as a snapshot sees it; `entries` must not change until `end_snapshot`."""
+    """One table as a snapshot sees it, and its keys changed since the previous snapshot."""
 
     __slots__ = ("changed", "entries", "kind", "name")
 
-    def __init__(self, name: str, kind: str, entries: dict[Any, Any], changed: set[Any]) -> None:
+    def __init__(self, name: str, kind: str, entries: Entries, changed: set[Any]) -> None:
         self.name, self.kind, self.entries, self.changed = name, kind, entries, changed
 
 
-class HeapSnapshot:
-    """The frozen tables of one snapshot; serialized off the task's thread, then released."""
-
-    def __init__(self, backend: HeapKeyedStateBackend, tables: list[FrozenTable], owns_front: bool) -> None:
-        self.backend = backend
-        self.tables = tables
-        self._owns_front = owns_front
+class BackendSnapshot(Protocol):
+    tables: list[FrozenTable]
 
     def release(self) -> None:
-        """Back on the task's thread once serialized: fold the writes made meanwhile into the tables."""
-        if self._owns_front:
-            self._owns_front = False
-            self.backend.end_snapshot()
+        """On the task's thread, once written (or when writing failed)."""
 
 
-class HeapKeyedStateBackend:
-    kind = "heap"
+class KeyedStateBackend(Protocol):
+    kind: str
+    current_key: Any
 
-    def __init__(self, max_parallelism: int) -> None:
-        self.max_parallelism = max_parallelism
-        self.current_key: Any = None
-        self._tables: dict[str, _Table] = {}
-        self._frozen = False
-
-    def table(self, name: str, kind: str) -> _Table:
-        known = self._tables.get(name)
-        if known is not None:
-            if known.kind != kind:
-                raise ValueError(f"state {name!r} is declared both as {known.kind} and as {kind} state")
-            return known
-        table = self._tables[name] = _Table(name, kind)
-        if self._frozen:
-            table.front = {}
-        return table
-
-    def value_state(self, desc: ValueStateDescriptor[T]) -> ValueState[T]:
-        return ValueState(self, self.table(desc.name, "value"), desc.default)
-
-    def list_state(self, desc: ListStateDescriptor[T]) -> ListState[T]:
-        return ListState(self, self.table(desc.name, "list"))
-
-    def map_state(self, desc: MapStateDescriptor) -> MapState:
-        return MapState(self, self.table(desc.name, "map"))
-
-    # -- snapshots ----------------------------------------------------------------------------------
-
-    def has_state(self) -> bool:
-        return bool(self._tables)
-
-    def begin_snapshot(self) -> HeapSnapshot:
-        """The synchronous part: freeze every table and hand out its keys changed since the last one."""
-        frozen = []
-        if self._frozen:
-            # A snapshot is still being serialized (an overlapping savepoint): copy this one's view.
-            for t in self._tables.values():
-                entries = dict(t.base)
-                for key, value in (t.front or {}).items():
-                    if value is DELETED:
-                        entries.pop(key, None)
-                    else:
-                        # `front` keeps changing in place: this snapshot needs its own copies.
-                        entries[key] = _copy_value(value) if type(value) not in _IMMUTABLE else value
-                frozen.append(FrozenTable(t.name, t.kind, entries, t.dirty))
-                t.dirty = set()
-            return HeapSnapshot(self, frozen, owns_front=False)
-        for t in self._tables.values():
-            t.front = {}
-            frozen.append(FrozenTable(t.name, t.kind, t.base, t.dirty))
-            t.dirty = set()
-        self._frozen = True
-        return HeapSnapshot(self, frozen, owns_front=True)
-
-    def end_snapshot(self) -> None:
-        for t in self._tables.values():
-            front, t.front = t.front, None
-            if not front:
-                continue
-            gone = [k for k, v in front.items() if v is DELETED]
-            t.base.update(front)
-            for key in gone:
-                del t.base[key]
-        self._frozen = False
-
-    def restore_tables(self, tables: dict[str, tuple[str, dict[Any, Any]]]) -> None:
-        """Restored entries (already filtered to this subtask's key groups), by state name."""
-        for name, (kind, entries) in tables.items():
-            table = self.table(name, kind)
-            for key, value in entries.items():
-                table.put(key, value)
-            table.dirty.clear()
-
+    def value_state(self, desc: ValueStateDescriptor[T]) -> ValueState[T]: ...
+    def list_state(self, desc: ListStateDescriptor[T]) -> ListState[T]: ...
+    def map_state(self, desc: MapStateDescriptor) -> MapState: ...
+    def has_state(self) -> bool: ...
+    def begin_snapshot(self) -> BackendSnapshot: ...
+    def restore_tables(self, tables: dict[str, tuple[str, dict[Any, Any]]]) -> None: ...
     def restore(self, groups: dict[int, dict[str, dict[Any, Any]]]) -> None:
-        """Restores the by-key-group form of checkpoints written before incremental snapshots."""
-        for by_name in groups.values():
-            for name, entries in by_name.items():
-                table = self._tables.get(name)
-                if table is None:
-                    table = self._tables[name] = _Table(name, _legacy_kind(entries))
-                table.base.update(entries)
+        """The by-key-group form of checkpoints written before incremental snapshots."""
+
+    def close(self) -> None:
+        """Releases what the backend holds (files of the disk backend); the state is gone after it."""
 
 
-KeyedStateBackend = HeapKeyedStateBackend
-"""The default keyed state backend (`--state-backend heap`)."""
+def create_backend(kind: str, max_parallelism: int, owner: str) -> KeyedStateBackend:
+    """A new, empty backend of `kind` for one keyed operator subtask; `owner` names it in its files."""
+    if kind == "heap":
+        from sluice.state.heap import HeapKeyedStateBackend
+
+        return HeapKeyedStateBackend(max_parallelism)
+    if kind == "disk":
+        from sluice.state.disk import DiskKeyedStateBackend
+
+        return DiskKeyedStateBackend(max_parallelism, owner)
+    raise ValueError(f"unknown state backend {kind!r}: use one of {', '.join(BACKENDS)}")
 
 
-def _legacy_kind(entries: dict[Any, Any]) -> str:
+def legacy_kind(entries: dict[Any, Any]) -> str:
     sample = next(iter(entries.values()), None)
     return "list" if isinstance(sample, list) else "map" if isinstance(sample, dict) else "value"
-
-
-def _copy_value(value: Any) -> Any:
-    return pickle.loads(pickle.dumps(value, protocol=5))
-
-
-class ValueState(Generic[T]):
-    __slots__ = ("_backend", "_default", "_table")
-
-    def __init__(self, backend: HeapKeyedStateBackend, table: _Table, default: T | None) -> None:
-        self._backend, self._table, self._default = backend, table, default
-
-    def value(self) -> T | None:
-        table, key = self._table, self._backend.current_key
-        front = table.front
-        if front is None:
-            value: Any = table.base.get(key, self._default)
-            return value  # type: ignore[no-any-return]
-        value = front.get(key, _MISSING)
-        if value is _MISSING:
-            value = table.base.get(key, _MISSING)
-            if value is _MISSING:
-                return self._default
-            if type(value) not in _IMMUTABLE:
-                # The caller may change it in place: give it a copy the snapshot does not hold.
-                value = front[key] = _copy_value(value)
-        elif value is DELETED:
-            return self._default
-        return value  # type: ignore[no-any-return]
-
-    def update(self, value: T) -> None:
-        table, key = self._table, self._backend.current_key
-        front = table.front
-        (table.base if front is None else front)[key] = value
-        table.dirty.add(key)
-
-    def clear(self) -> None:
-        self._table.remove(self._backend.current_key)
-
-
-class ListState(Generic[T]):
-    __slots__ = ("_backend", "_table")
-
-    def __init__(self, backend: HeapKeyedStateBackend, table: _Table) -> None:
-        self._backend, self._table = backend, table
-
-    def get(self) -> list[T]:
-        value = self._table.get(self._backend.current_key)
-        return [] if value is _MISSING else list(value)
-
-    def add(self, value: T) -> None:
-        key = self._backend.current_key
-        items = self._table.own(key, list)
-        if items is _MISSING:
-            self._table.put(key, [value])
-        else:
-            items.append(value)
-
-    def add_all(self, values: list[T]) -> None:
-        if not values:
-            return
-        key = self._backend.current_key
-        items = self._table.own(key, list)
-        if items is _MISSING:
-            self._table.put(key, list(values))
-        else:
-            items.extend(values)
-
-    def update(self, values: list[T]) -> None:
-        if values:
-            self._table.put(self._backend.current_key, list(values))
-        else:
-            self.clear()
-
-    def clear(self) -> None:
-        self._table.remove(self._backend.current_key)
-
-
-class MapState:
-    __slots__ = ("_backend", "_table")
-
-    def __init__(self, backend: HeapKeyedStateBackend, table: _Table) -> None:
-        self._backend, self._table = backend, table
-
-    def _entries(self) -> dict[Any, Any]:
-        entries = self._table.get(self._backend.current_key)
-        return {} if entries is _MISSING else entries
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._entries().get(key, default)
-
-    def put(self, key: Any, value: Any) -> None:
-        current = self._backend.current_key
-        entries = self._table.own(current, dict)
-        if entries is _MISSING:
-            self._table.put(current, {key: value})
-        else:
-            entries[key] = value
-
-    def contains(self, key: Any) -> bool:
-        return key in self._entries()
-
-    def remove(self, key: Any) -> None:
-        current = self._backend.current_key
-        entries = self._table.own(current, dict)
-        if entries is _MISSING or key not in entries:
-            return
-        del entries[key]
-        if not entries:
-            self.clear()
-
-    def items(self) -> list[tuple[Any, Any]]:
-        return list(self._entries().items())
-
-    def keys(self) -> list[Any]:
-        return list(self._entries())
-
-    def values(self) -> list[Any]:
-        return list(self._entries().values())
-
-    def is_empty(self) -> bool:
-        return not self._entries()
-
-    def clear(self) -> None:
-        self._table.remove(self._backend.current_key)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from sluice._fs import filesystem, join, make_dirs
-from sluice.state.keyed import DELETED, HeapSnapshot
+from sluice.state.keyed import DELETED, BackendSnapshot
 from sluice.state.keygroups import key_group_for
 
 FORMAT = "sluice-keyed-state"
@@ -97,7 +97,7 @@ class ChangeLog:
     """Keys changed per snapshot not yet covered by a completed checkpoint: checkpoint id -> name -> keys."""
     written: dict[int, list[KeyedFile]] = field(default_factory=dict)
 
-    def plan(self, snapshot: HeapSnapshot, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
+    def plan(self, snapshot: BackendSnapshot, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
         self.changes[checkpoint_id] = {t.name: t.changed for t in snapshot.tables}
         chain = self.confirmed
         deltas = sum(f.size for f in chain if not f.full)
@@ -129,7 +129,7 @@ class SnapshotWrite:
     def __init__(
         self,
         log: ChangeLog,
-        snapshot: HeapSnapshot,
+        snapshot: BackendSnapshot,
         checkpoint_id: int,
         savepoint: bool,
         base: list[KeyedFile] | None,
@@ -235,7 +235,7 @@ class DeferredKeyed:
     """An operator's frozen backend snapshot until the chain knows where and how it is written."""
 
     log: ChangeLog
-    snapshot: HeapSnapshot
+    snapshot: BackendSnapshot
 
     def plan(self, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
         return self.log.plan(self.snapshot, checkpoint_id, savepoint)

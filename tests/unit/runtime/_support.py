@@ -57,6 +57,7 @@ def start(
     parallelism: int = 1,
     max_parallelism: int = 128,
     attempt: int = 0,
+    state_backend: str = "heap",
 ) -> tuple[RecordingOutput, OperatorContext]:
     """Runs the first steps of the operator lifecycle (setup, initialize_state, open) as a task would."""
     ctx = OperatorContext(
@@ -68,6 +69,7 @@ def start(
         metrics=Metrics(),
         keyed=op.is_keyed,
         job_id="0123456789abcdef",
+        state_backend=state_backend,
     )
     out = RecordingOutput()
     op.setup(ctx, out)

@@ -14,8 +14,9 @@ from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.state.keyed import BACKENDS
 from sluice.state.keygroups import key_group_for, key_group_range
-from sluice.state.snapshots import restore_chain
+from sluice.state.snapshots import KeyedFile, restore_chain
 
 from ._support import start
 
@@ -30,10 +31,16 @@ def share_for(snapshot: OperatorSnapshot, subtask: int, parallelism: int) -> Res
     if snapshot.deferred is not None:
         location = Path(tempfile.mkdtemp(prefix="sluice-keyed-")).as_uri()
         write = snapshot.deferred.plan(1, savepoint=True)
-        chain = write.write(location, "op-0").chain
+        _written[id(snapshot)] = (location, write.write(location, "op-0").chain)
         write.release()
+        snapshot.deferred = None
+    if id(snapshot) in _written:
+        location, chain = _written[id(snapshot)]
         restore_chain(location, chain, mine, 128, share.tables)
     return share
+
+
+_written: dict[int, tuple[str, list[KeyedFile]]] = {}
 
 
 # -- rolling reduce -----------------------------------------------------------------------------------
@@ -122,9 +129,13 @@ def tracker() -> KeyedProcessOperator:
     return KeyedProcessOperator("track", lambda r: r[0], Tracker())
 
 
-def test_value_list_and_map_state_are_per_key() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_value_list_and_map_state_are_per_key(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path))
     op = tracker()
-    out, _ = start(op)
+    out, _ = start(op, state_backend=backend)
     op.process_batch([("a", "x", None), ("b", "y", None), ("a", "z", None), ("a", "x", None)], [1, 2, 3, 4])
     assert out.timestamped == [(("a", 1), 1), (("b", 1), 2), (("a", 2), 3), (("a", 3), 4)]
     op.process_batch([("a", "w", "event"), ("b", "v", "event")], [10, 20])
@@ -207,17 +218,27 @@ def test_processing_time_timers_fire_when_due_and_stop_after_finishing() -> None
     assert op.next_processing_timer() is None
 
 
-def test_state_and_timers_survive_snapshot_and_restore_at_another_parallelism() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_state_and_timers_survive_snapshot_and_restore_at_another_parallelism(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path))
     keys = [f"k{i}" for i in range(30)]
     first = tracker()
-    start(first)
+    start(first, state_backend=backend)
     first.process_batch([(k, f"{k}-item", "event") for k in keys], list(range(30)))
     snapshot = first.snapshot_state(1)
     assert snapshot is not None
     fired: dict[str, tuple[Any, ...]] = {}
     for subtask in range(2):
         op = tracker()
-        out, _ = start(op, restored=share_for(snapshot, subtask, 2), subtask=subtask, parallelism=2)
+        out, _ = start(
+            op,
+            restored=share_for(snapshot, subtask, 2),
+            subtask=subtask,
+            parallelism=2,
+            state_backend=backend,
+        )
         mine = [k for k in keys if key_group_for(k, 128) in key_group_range(subtask, 128, 2)]
         assert 0 < len(mine) < len(keys)
         op.process_batch([(k, "again", None) for k in mine], [1000] * len(mine))

@@ -1,4 +1,5 @@
-"""Keyed state snapshots: copy-on-write freezing, incremental chains of files, restore by key group."""
+"""Keyed state snapshots, on both backends: a frozen view that later writes do not reach, incremental
+chains of files, restore by key group."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
-from sluice.state.keyed import HeapKeyedStateBackend
+from sluice.state.keyed import BACKENDS, KeyedStateBackend, create_backend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import (
     MAX_DELTAS,
@@ -22,16 +23,33 @@ from sluice.state.snapshots import (
 )
 
 
-def frozen(backend: HeapKeyedStateBackend) -> dict[str, dict[Any, Any]]:
+@pytest.fixture(params=BACKENDS)
+def new_backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Makes backends of one kind; the disk backend's files go under the test's directory."""
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
+    made: list[KeyedStateBackend] = []
+
+    def make() -> KeyedStateBackend:
+        made.append(create_backend(request.param, 128, "test"))
+        return made[-1]
+
+    yield make
+    for backend in made:
+        backend.close()
+    leftovers = list((tmp_path / "local-state").glob("*")) if (tmp_path / "local-state").exists() else []
+    assert leftovers == [], "a closed backend leaves no files behind"
+
+
+def frozen(backend: KeyedStateBackend) -> dict[str, dict[Any, Any]]:
     """What a snapshot taken now would hold, read while it is frozen."""
     snap = backend.begin_snapshot()
-    view = {t.name: dict(t.entries) for t in snap.tables}
+    view = {t.name: dict(t.entries.items()) for t in snap.tables}
     snap.release()
     return view
 
 
-def test_writes_after_a_snapshot_began_do_not_reach_it_and_are_kept_after_release() -> None:
-    backend = HeapKeyedStateBackend(128)
+def test_writes_after_a_snapshot_began_do_not_reach_it_and_are_kept_after_release(new_backend: Any) -> None:
+    backend = new_backend()
     count = backend.value_state(ValueStateDescriptor("count", default=0))
     items = backend.list_state(ListStateDescriptor[int]("items"))
     seen = backend.map_state(MapStateDescriptor("seen"))
@@ -57,7 +75,7 @@ def test_writes_after_a_snapshot_began_do_not_reach_it_and_are_kept_after_releas
     backend.current_key = "b"
     assert (count.value(), items.get(), seen.is_empty()) == (0, [], True)
     # ...while the snapshot holds the state as it was when it began.
-    entries = {t.name: t.entries for t in snap.tables}
+    entries = {t.name: dict(t.entries.items()) for t in snap.tables}
     assert entries["count"] == {"a": 1, "b": 1, "c": 1}
     assert entries["items"] == {"a": [1], "b": [1], "c": [1]}
     assert entries["seen"] == {"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1}}
@@ -69,8 +87,8 @@ def test_writes_after_a_snapshot_began_do_not_reach_it_and_are_kept_after_releas
     }
 
 
-def test_a_mutable_value_changed_in_place_during_a_snapshot_is_a_copy() -> None:
-    backend = HeapKeyedStateBackend(128)
+def test_a_mutable_value_changed_in_place_during_a_snapshot_is_a_copy(new_backend: Any) -> None:
+    backend = new_backend()
     state = backend.value_state(ValueStateDescriptor[list[int]]("v"))
     backend.current_key = "k"
     state.update([1])
@@ -79,13 +97,13 @@ def test_a_mutable_value_changed_in_place_during_a_snapshot_is_a_copy() -> None:
     assert value is not None
     value.append(2)  # a user function changing what it read, then storing it
     state.update(value)
-    assert snap.tables[0].entries == {"k": [1]}
+    assert dict(snap.tables[0].entries.items()) == {"k": [1]}
     snap.release()
     assert state.value() == [1, 2]
 
 
-def test_a_snapshot_taken_while_another_is_written_sees_both_generations() -> None:
-    backend = HeapKeyedStateBackend(128)
+def test_a_snapshot_taken_while_another_is_written_sees_both_generations(new_backend: Any) -> None:
+    backend = new_backend()
     items = backend.list_state(ListStateDescriptor[int]("items"))
     backend.current_key = "a"
     items.add(1)
@@ -93,15 +111,15 @@ def test_a_snapshot_taken_while_another_is_written_sees_both_generations() -> No
     items.add(2)
     second = backend.begin_snapshot()  # a savepoint while the checkpoint is still written
     items.add(3)
-    assert first.tables[0].entries == {"a": [1]}
-    assert second.tables[0].entries == {"a": [1, 2]}
+    assert dict(first.tables[0].entries.items()) == {"a": [1]}
+    assert dict(second.tables[0].entries.items()) == {"a": [1, 2]}
     second.release()
     first.release()
     assert items.get() == [1, 2, 3]
 
 
-def test_each_snapshot_hands_out_the_keys_changed_since_the_previous_one() -> None:
-    backend = HeapKeyedStateBackend(128)
+def test_each_snapshot_hands_out_the_keys_changed_since_the_previous_one(new_backend: Any) -> None:
+    backend = new_backend()
     count = backend.value_state(ValueStateDescriptor("count", default=0))
     for key in range(5):
         backend.current_key = key
@@ -118,15 +136,15 @@ def test_each_snapshot_hands_out_the_keys_changed_since_the_previous_one() -> No
     second.release()
 
 
-def test_restore_by_key_group_hands_each_key_to_exactly_one_subtask() -> None:
-    backend = HeapKeyedStateBackend(128)
+def test_restore_by_key_group_hands_each_key_to_exactly_one_subtask(new_backend: Any) -> None:
+    backend = new_backend()
     count = backend.value_state(ValueStateDescriptor("count", default=0))
     for key in range(200):
         backend.current_key = key
         count.update(key)
     restored: dict[Any, Any] = {}
     for subtask in range(3):
-        again = HeapKeyedStateBackend(128)
+        again = new_backend()
         tables: Tables = {"count": ("value", {})}
         mine = key_group_range(subtask, 128, 3)
         tables["count"][1].update(
@@ -145,9 +163,9 @@ def test_restore_by_key_group_hands_each_key_to_exactly_one_subtask() -> None:
 class Subtask:
     """One keyed subtask's backend and change log, checkpointing into a job directory as a task does."""
 
-    def __init__(self, job_dir: Path) -> None:
+    def __init__(self, job_dir: Path, backend: KeyedStateBackend) -> None:
         self.job_dir = job_dir
-        self.backend = HeapKeyedStateBackend(128)
+        self.backend = backend
         self.count = self.backend.value_state(ValueStateDescriptor("count", default=0))
         self.log = ChangeLog()
 
@@ -178,8 +196,10 @@ def restored(location: str, chain: list[KeyedFile], groups: range | None = None)
     return tables.get("count", ("value", {}))[1]
 
 
-def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(tmp_path: Path) -> None:
-    task = Subtask(tmp_path)
+def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    task = Subtask(tmp_path, new_backend())
     task.put(range(10_000), 1)
     location, first = task.checkpoint(1)
     assert [f.full for f in first.chain] == [True]
@@ -198,8 +218,10 @@ def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(tmp_path: P
     assert (tmp_path / "shared" / second.chain[1].name).exists()
 
 
-def test_changes_of_a_checkpoint_that_did_not_complete_go_into_the_next_one(tmp_path: Path) -> None:
-    task = Subtask(tmp_path)
+def test_changes_of_a_checkpoint_that_did_not_complete_go_into_the_next_one(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    task = Subtask(tmp_path, new_backend())
     task.put(range(100), 1)
     task.checkpoint(1)
     task.put([1], 2)
@@ -210,8 +232,8 @@ def test_changes_of_a_checkpoint_that_did_not_complete_go_into_the_next_one(tmp_
     assert restored(location, third.chain) == dict.fromkeys(range(100), 1) | {1: 2, 2: 3}
 
 
-def test_a_savepoint_is_full_and_private_and_leaves_the_chain_alone(tmp_path: Path) -> None:
-    task = Subtask(tmp_path)
+def test_a_savepoint_is_full_and_private_and_leaves_the_chain_alone(tmp_path: Path, new_backend: Any) -> None:
+    task = Subtask(tmp_path, new_backend())
     task.put(range(100), 1)
     task.checkpoint(1)
     task.put([1], 2)
@@ -224,8 +246,10 @@ def test_a_savepoint_is_full_and_private_and_leaves_the_chain_alone(tmp_path: Pa
     assert restored(location, third.chain)[1] == 2
 
 
-def test_a_chain_whose_deltas_outgrow_its_full_snapshot_starts_again(tmp_path: Path) -> None:
-    task = Subtask(tmp_path)
+def test_a_chain_whose_deltas_outgrow_its_full_snapshot_starts_again(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    task = Subtask(tmp_path, new_backend())
     task.put(range(100), 0)
     task.checkpoint(1)
     lengths = []
@@ -237,8 +261,10 @@ def test_a_chain_whose_deltas_outgrow_its_full_snapshot_starts_again(tmp_path: P
     assert 1 in lengths, "a full snapshot is written again once the deltas add up"
 
 
-def test_restore_of_a_chain_at_another_parallelism_keeps_only_the_subtasks_key_groups(tmp_path: Path) -> None:
-    task = Subtask(tmp_path)
+def test_restore_of_a_chain_at_another_parallelism_keeps_only_the_subtasks_key_groups(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    task = Subtask(tmp_path, new_backend())
     task.put(range(1000), 1)
     task.checkpoint(1)
     task.put(range(0, 1000, 3), 2)

@@ -13,7 +13,7 @@ from sluice.checkpoint.restore import restored_share
 from sluice.checkpoint.snapshot import RestoredState
 from sluice.checkpoint.storage import CheckpointStorage, damage, read_metadata
 from sluice.state.descriptors import ValueStateDescriptor
-from sluice.state.keyed import HeapKeyedStateBackend
+from sluice.state.heap import HeapKeyedStateBackend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChangeLog, SnapshotWrite
 

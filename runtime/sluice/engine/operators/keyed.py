@@ -177,6 +177,14 @@ class KeyedProcessOperator(UdfOperator):
         self._changes.confirm(checkpoint_id)
         super().notify_checkpoint_complete(checkpoint_id)
 
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            backend = self.ctx.keyed_backend
+            if backend is not None:
+                backend.close()
+
 
 class _TimerFiring:
     """Calls `on_timer` for each due timer and emits what it returns, in batches."""
