@@ -166,16 +166,16 @@ def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, 
             return _AT_REST[desired], None
         if changed:
             return LifecycleState.UPGRADING, None
-        if result.last_savepoint:
+        if result.stop_savepoint:
             return LifecycleState.DEPLOYING, None
         return (LifecycleState.FINISHED if result.state == "FINISHED" else LifecycleState.FAILED), None
-    if result.state == "FINISHED" and result.last_savepoint:
+    if result.state == "FINISHED" and result.stop_savepoint:
         if desired is JobState.RUNNING:
             _start(
                 ctx,
                 obs,
                 plan,
-                _restore_point(ctx, obs, changed=changed, stop_savepoint=result.last_savepoint),
+                _restore_point(ctx, obs, changed=changed, stop_savepoint=result.stop_savepoint),
             )
             return (LifecycleState.UPGRADING if changed else LifecycleState.DEPLOYING), None
         return _AT_REST[desired], None

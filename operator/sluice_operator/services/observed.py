@@ -35,7 +35,8 @@ class JobResult:
     job_id: str
     state: str  # FINISHED, FAILED, CANCELED
     timestamp: int | None
-    last_savepoint: str | None
+    stop_savepoint: str | None
+    """The savepoint the run stopped with (`stopSavepoint`); None when it ended any other way."""
     last_checkpoint: str | None
     error: str | None
 

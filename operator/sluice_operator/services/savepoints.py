@@ -192,11 +192,11 @@ def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointSta
         return _with(view, state=SavepointState.PENDING, failures=failures, error=error, trigger_id=None)
     result = obs.result
     if result is not None and result.job_id == status.job_id:
-        if view.spec.stop is not StopMode.NONE and result.last_savepoint and result.state == "FINISHED":
+        if view.spec.stop is not StopMode.NONE and result.stop_savepoint and result.state == "FINISHED":
             return _with(
                 view,
                 state=SavepointState.COMPLETED,
-                path=result.last_savepoint,
+                path=result.stop_savepoint,
                 completion_time=rfc3339(result.timestamp or ctx.now_ms),
                 error=None,
             )

@@ -67,7 +67,9 @@ class Storage:
             job_id=str(data.get("jobId") or job_id),
             state=str(data.get("state") or "UNKNOWN"),
             timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
-            last_savepoint=data.get("lastSavepoint") or None,
+            # Not lastSavepoint: a bounded job that took a plain (periodic) savepoint and then ended on
+            # its own has one, and starting a new run from it would write everything after it again.
+            stop_savepoint=data.get("stopSavepoint") or None,
             last_checkpoint=data.get("lastCheckpoint") or None,
             error=data.get("error") or None,
         )

@@ -78,7 +78,7 @@ def result(state: str = "FINISHED", savepoint: str | None = None, job_id: str = 
         job_id=job_id,
         state=state,
         timestamp=NOW - 1_000,
-        last_savepoint=savepoint,
+        stop_savepoint=savepoint,
         last_checkpoint=f"s3://b/chk/{job_id}/chk-9",
         error=None if state == "FINISHED" else "boom",
     )

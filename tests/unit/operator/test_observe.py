@@ -134,6 +134,21 @@ def test_latest_checkpoint_across_runs_and_job_results(tmp_path: Path) -> None:
     assert asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}/missing")) is None
 
 
+def test_a_run_that_ended_on_its_own_after_a_plain_savepoint_has_no_stop_savepoint(tmp_path: Path) -> None:
+    # A bounded job with periodic savepoints: restarting it from its last savepoint would replay (and
+    # write again) everything after that savepoint. Only the savepoint a run stopped with is one.
+    (tmp_path / "run3").mkdir()
+    ended = {"jobId": "run3", "state": "FINISHED", "lastSavepoint": "file:///sp/savepoint-run3-4"}
+    (tmp_path / "run3" / "job-result.json").write_text(json.dumps({**ended, "stopSavepoint": None}))
+    result = asyncio.run(Storage().job_result(f"file://{tmp_path}", "run3"))
+    assert result is not None and result.state == "FINISHED" and result.stop_savepoint is None
+    (tmp_path / "run3" / "job-result.json").write_text(
+        json.dumps({**ended, "stopSavepoint": "file:///sp/s-5"})
+    )
+    result = asyncio.run(Storage().job_result(f"file://{tmp_path}", "run3"))
+    assert result is not None and result.stop_savepoint == "file:///sp/s-5"
+
+
 def test_latest_checkpoint_of_one_run_ignores_newer_runs(tmp_path: Path) -> None:
     _checkpoint(tmp_path, "run1", 9, 1_000, False)
     _checkpoint(tmp_path, "run1", 10, 2_000, False)
