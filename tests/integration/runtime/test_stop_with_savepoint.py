@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from sluice.state.keyed import BACKENDS
 from testkit import spark
 from testkit.checkpoints import PIPELINES, load, operator
-from testkit.jobs import REPO, SluiceJob, run_cli
+from testkit.jobs import REPO, SluiceJob, run_cli, run_job
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 from testkit.spark import Runner
 
@@ -69,9 +70,23 @@ def test_stop_with_drain_fires_every_window(runner: Runner, tmp_path: Path) -> N
 
 
 def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(runner: Runner, tmp_path: Path) -> None:
+    _stop_without_drain_then_resume(runner, tmp_path, ())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stop_without_drain_then_resume_keyed_state_equals_an_uninterrupted_run(
+    backend: str, tmp_path: Path
+) -> None:
+    # generated_counts.py's keyed process function variant: its keyed state lives in `backend`.
+    variant = ("--arg", "kind=process", "--state-backend", backend)
+    _stop_without_drain_then_resume(Runner("processes", SluiceJob, run_job), tmp_path, variant)
+
+
+def _stop_without_drain_then_resume(runner: Runner, tmp_path: Path, variant: tuple[str, ...]) -> None:
     out, sp = tmp_path / "out", tmp_path / "sp"
     count = 40_000
     options = (
+        *variant,
         "--arg",
         f"out={out}",
         "--arg",

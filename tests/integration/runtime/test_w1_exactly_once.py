@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice.state.keyed import BACKENDS
 from testkit import spark
 from testkit.jobs import REPO, SluiceJob, run_job
 from testkit.outputs import (
@@ -51,13 +52,27 @@ def test_w1_example_output_equals_reference(runner: Runner, tmp_path: Path) -> N
     assert hidden_files(str(out)) == [], "a finished job leaves no in-progress file behind"
 
 
+def keyed_state(backend: str) -> tuple[str, ...]:
+    """generated_counts.py's keyed process function variant, its keyed state in `backend`."""
+    return ("--arg", "kind=process", "--state-backend", backend)
+
+
+# The window operator's own state (the default), and keyed state on each state backend.
+VARIANTS = {"window": (), **{f"keyed-state-{b}": keyed_state(b) for b in BACKENDS}}
+
+
 def _kill_one_taskmanager_and_check(
-    runner: Runner, tmp_path: Path, checkpoint_dir: str, storage_env: dict[str, str] | None
+    runner: Runner,
+    tmp_path: Path,
+    checkpoint_dir: str,
+    storage_env: dict[str, str] | None,
+    variant: tuple[str, ...] = (),
 ) -> None:
     out = tmp_path / "out"
     count = 120_000
     job = runner.start(
         GENERATED,
+        *variant,
         "--arg",
         f"out={out}",
         "--arg",
@@ -99,6 +114,17 @@ def test_sigkill_taskmanager_gives_exactly_once_output(runner: Runner, tmp_path:
     _kill_one_taskmanager_and_check(runner, tmp_path, f"file://{tmp_path / 'chk'}", None)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sigkill_taskmanager_keyed_state_gives_exactly_once_output(backend: str, tmp_path: Path) -> None:
+    _kill_one_taskmanager_and_check(
+        Runner("processes", SluiceJob, run_job),
+        tmp_path,
+        f"file://{tmp_path / 'chk'}",
+        None,
+        keyed_state(backend),
+    )
+
+
 @pytest.mark.s3
 def test_sigkill_taskmanager_with_checkpoints_on_s3(tmp_path: Path, s3_bucket: str) -> None:
     _kill_one_taskmanager_and_check(
@@ -106,11 +132,13 @@ def test_sigkill_taskmanager_with_checkpoints_on_s3(tmp_path: Path, s3_bucket: s
     )
 
 
-def test_restore_from_retained_checkpoint_with_another_parallelism(tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_restore_from_retained_checkpoint_with_another_parallelism(variant: str, tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
     count = 60_000
     first = SluiceJob(
         GENERATED,
+        *VARIANTS[variant],
         "--arg",
         f"out={out}",
         "--arg",
@@ -141,6 +169,7 @@ def test_restore_from_retained_checkpoint_with_another_parallelism(tmp_path: Pat
     latest = checkpoints[-1].parent
     second = run_job(
         GENERATED,
+        *VARIANTS[variant],
         "--arg",
         f"out={out}",
         "--arg",
