@@ -10,8 +10,8 @@ Each declared state is one LMDB database; keys and values are pickled (equal int
 one key, as in a dict). Lists and maps are stored whole per key, so adding to a long list rewrites it.
 Writes go into one write transaction, committed every `_COMMIT_EVERY` writes and at each snapshot; the
 store is scratch space: a restart restores from the checkpoint, never from these files, which are
-removed when the operator closes (a TaskManager killed outright leaves them under the temp directory,
-`SLUICE_STATE_DIR` if set).
+removed when the operator closes; those of a TaskManager killed outright (under the temp directory, or
+`SLUICE_STATE_DIR`) are removed by the next store opened there once that process is gone.
 
 A snapshot commits, opens a read transaction (the frozen view) and hands out the keys changed since the
 previous one; `sluice.state.snapshots` reads the view from its thread and writes the same files as the
@@ -52,6 +52,33 @@ def encode_key(key: Any) -> bytes:
     return data
 
 
+_PREFIX = "sluice-state-"
+
+
+def _remove_orphans(root: str) -> None:
+    """Removes the stores of TaskManagers that are gone (killed before closing theirs)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(_PREFIX):
+            continue
+        pid = name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
 class _Store:
     """The LMDB environment of one backend and its current write transaction."""
 
@@ -59,8 +86,9 @@ class _Store:
         root = os.environ.get("SLUICE_STATE_DIR") or None
         if root is not None:
             os.makedirs(root, exist_ok=True)
+        _remove_orphans(root or tempfile.gettempdir())
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in owner)[:60]
-        self.path = tempfile.mkdtemp(prefix=f"sluice-state-{safe}-", dir=root)
+        self.path = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=root)
         self.env = lmdb.open(
             self.path,
             map_size=_MAP_SIZE,

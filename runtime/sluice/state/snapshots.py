@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import pickle
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -141,12 +142,34 @@ class SnapshotWrite:
         self.savepoint = savepoint
         self.base = base
         self.changed = changed
+        self._lock = threading.Lock()
+        self._writing = False
+        self._released = False
 
     @property
     def incremental(self) -> bool:
         return self.base is not None
 
     def write(self, location: str, stem: str) -> KeyedWrite:
+        with self._lock:
+            if self._released:
+                raise RuntimeError("the snapshot was released before it was written")
+            self._writing = True
+        try:
+            return self._write(location, stem)
+        finally:
+            if self._done_writing():
+                # The task let go while this thread was writing (it was cancelled): release now that
+                # nothing reads the frozen view any more.
+                self.snapshot.release()
+
+    def _done_writing(self) -> bool:
+        """Whether the snapshot was released while this thread wrote it."""
+        with self._lock:
+            self._writing = False
+            return self._released
+
+    def _write(self, location: str, stem: str) -> KeyedWrite:
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip(".")
         shared = not self.savepoint
         name = f"{stem}-{self.checkpoint_id}-{uuid.uuid4().hex[:12]}.kv" if shared else f"{stem}.kv"
@@ -188,6 +211,13 @@ class SnapshotWrite:
             self.log.written_for(self.checkpoint_id, result.chain)
 
     def release(self) -> None:
+        """On the task's thread once written; while a (cancelled) write still runs, that thread does it."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+            if self._writing:
+                return
         self.snapshot.release()
 
 

@@ -3,13 +3,17 @@ chains of files, restore by key group."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
-from sluice.state.keyed import BACKENDS, KeyedStateBackend, create_backend
+from sluice.state.keyed import BACKENDS, FrozenTable, KeyedStateBackend, create_backend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import (
     MAX_DELTAS,
@@ -284,3 +288,54 @@ def test_restore_of_a_chain_at_another_parallelism_keeps_only_the_subtasks_key_g
 def test_a_keyed_file_entry_with_a_path_in_its_name_is_refused(name: Any) -> None:
     with pytest.raises(ValueError, match="keyed state file name"):
         KeyedFile.from_json({"name": name, "size": 1, "full": True, "shared": True})
+
+
+def test_a_snapshot_released_while_its_thread_writes_is_released_by_that_thread(tmp_path: Path) -> None:
+    """A cancelled task lets go of its snapshot while the writing thread still reads the frozen view."""
+    reading, go_on = threading.Event(), threading.Event()
+    released: list[str] = []
+
+    class SlowEntries:
+        def get(self, key: Any, default: Any = None) -> Any:
+            return default
+
+        def items(self) -> Iterator[tuple[Any, Any]]:
+            reading.set()
+            go_on.wait(10)
+            yield 1, 1
+
+    class Snapshot:
+        tables = [FrozenTable("count", "value", SlowEntries(), {1})]
+
+        def release(self) -> None:
+            released.append(threading.current_thread().name)
+
+    write = ChangeLog().plan(Snapshot(), 1, savepoint=True)
+    writer = threading.Thread(target=write.write, args=(tmp_path.as_uri(), "count-0"), name="writer")
+    writer.start()
+    assert reading.wait(10)
+    write.release()
+    assert released == [], "not while the frozen view is read"
+    go_on.set()
+    writer.join(10)
+    assert released == ["writer"]
+    write.release()
+    assert released == ["writer"], "once"
+
+
+def test_the_disk_backend_removes_stores_of_taskmanagers_that_are_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path))
+    dead_pid = subprocess.Popen(["true"])  # a process that has exited
+    dead_pid.wait()
+    orphan = tmp_path / f"sluice-state-{dead_pid.pid}-count-0-abc"
+    orphan.mkdir()
+    (orphan / "data.mdb").write_bytes(b"x")
+    live = tmp_path / f"sluice-state-{os.getpid()}-count-1-def"
+    live.mkdir()
+    backend = create_backend("disk", 128, "count-2")
+    backend.value_state(ValueStateDescriptor("count", default=0))  # opens the store
+    assert not orphan.exists()
+    assert live.exists()
+    backend.close()
