@@ -21,6 +21,7 @@ thread the GIL often: a header, then `(state name, kind, {key: value}, [removed 
 from __future__ import annotations
 
 import itertools
+import operator
 import pickle
 import re
 import threading
@@ -193,6 +194,9 @@ class SnapshotWrite:
             keys: set[Any] = set()
             for changed in self.changed.get(table.name, []):
                 keys |= changed
+            if type(entries) is dict:
+                size += _dump_delta(out, table.name, table.kind, entries, keys)
+                continue
             ordered = iter(keys)
             while batch := list(itertools.islice(ordered, _CHUNK)):
                 upserts, removed = {}, []
@@ -219,6 +223,21 @@ class SnapshotWrite:
             if self._writing:
                 return
         self.snapshot.release()
+
+
+def _dump_delta(out: BinaryIO, name: str, kind: str, entries: dict[Any, Any], keys: set[Any]) -> int:
+    """A delta of a dict, with set operations and itemgetter instead of a lookup per key in Python."""
+    present = keys & entries.keys()
+    removed = list(keys - present)
+    size = 0
+    ordered = iter(present)
+    while batch := list(itertools.islice(ordered, _CHUNK)):
+        values = operator.itemgetter(*batch)(entries) if len(batch) > 1 else (entries[batch[0]],)
+        size += _dump(out, (name, kind, dict(zip(batch, values, strict=True)), removed))
+        removed = []
+    if removed:
+        size += _dump(out, (name, kind, {}, removed))
+    return size
 
 
 def _dump(out: BinaryIO, frame: Any) -> int:
