@@ -86,6 +86,14 @@ def test_savepoint_of_a_running_job_leaves_it_running(e2e: E2ECluster) -> None:
     running = e2e.wait_running_with_checkpoint(JOB)["status"]
     run = running["job"]["id"]
     coordinator_uid = e2e.coordinator_pod(JOB)["metadata"]["uid"]
+    # What `kubectl get -o wide` shows of a running job: records per second and the checkpoint's age;
+    # and where its dashboard is.
+    rated = e2e.wait_streamjob(
+        JOB, "records/s measured", lambda sj: (sj["status"]["job"].get("recordsReadPerSecond") or 0) > 0
+    )
+    assert rated["status"]["dashboardUrl"] == f"http://{JOB}-rest.{e2e.namespace}.svc:8081/"
+    wide = e2e.kubectl("get", "streamjob", JOB, "-o", "wide").stdout.splitlines()
+    assert "RECORDS/S" in wide[0] and "CHECKPOINTED" in wide[0], wide
 
     e2e.apply(SAVEPOINT)
     name = yaml.safe_load(SAVEPOINT.read_text())["metadata"]["name"]

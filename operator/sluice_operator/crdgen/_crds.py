@@ -108,6 +108,20 @@ def streamjob_crd() -> dict[str, Any]:
             {"name": "Last-Checkpoint", "type": "integer", "jsonPath": ".status.lastCheckpoint.id"},
             {"name": "Job", "type": "string", "jsonPath": ".status.job.state", "priority": 1},
             {
+                "name": "Records/s",
+                "type": "number",
+                "jsonPath": ".status.job.recordsReadPerSecond",
+                "description": "Records the sources read per second",
+                "priority": 1,
+            },
+            {
+                "name": "Checkpointed",
+                "type": "date",
+                "jsonPath": ".status.lastCheckpoint.time",
+                "description": "How long ago the last checkpoint completed",
+                "priority": 1,
+            },
+            {
                 "name": "Last-Savepoint",
                 "type": "string",
                 "jsonPath": ".status.lastSavepoint.path",

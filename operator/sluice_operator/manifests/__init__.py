@@ -11,7 +11,7 @@ from ._common import (
     rest_service_name,
     taskmanager_prefix,
 )
-from .coordinator import config_map, coordinator_pod, rest_service
+from .coordinator import config_map, coordinator_pod, dashboard_url, rest_service
 from .coordinator_args import OPERATOR_SPARK_KEYS, executor_resources, sluice_run_args, spark_conf
 from .network import network_policy, network_policy_name
 from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
@@ -45,6 +45,7 @@ __all__ = [
     "config_map_name",
     "coordinator_name",
     "coordinator_pod",
+    "dashboard_url",
     "deployed_spec_json",
     "driver_account_name",
     "driver_role",

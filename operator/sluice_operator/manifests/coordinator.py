@@ -11,6 +11,7 @@ from sluice_operator.models import constants as c
 
 from ._common import (
     Manifest,
+    Owner,
     config_map_name,
     coordinator_name,
     driver_account_name,
@@ -111,6 +112,11 @@ def coordinator_pod(run: Run) -> Manifest:
         },
     }
     return merge_pod(spec.coordinator.pod_template, generated, COORDINATOR_CONTAINER)
+
+
+def dashboard_url(owner: Owner) -> str:
+    """The coordinator's dashboard (served at `/` of its REST port) through the job's Service."""
+    return f"http://{rest_service_name(owner.name)}.{owner.namespace}.svc:{REST_PORT}/"
 
 
 def rest_service(run: Run) -> Manifest:

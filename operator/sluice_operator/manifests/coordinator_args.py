@@ -107,6 +107,8 @@ def sluice_run_args(run: Run) -> list[str]:
         str(spec.restart_strategy.max_restarts),
         "--restart-reset-after",
         spec.restart_strategy.reset_after,
+        "--state-backend",
+        spec.state_backend.value,
         "--heartbeat-timeout",
         spec.failure_detection.heartbeat_timeout,
         "--tolerable-checkpoint-failures",

@@ -16,8 +16,12 @@ _NOT_DEPLOYED = ("state", "savepoints")
 
 
 def spec_hash(spec: StreamJobSpec) -> str:
-    """A short digest of everything in the spec that shapes the running job (restartNonce included)."""
-    deployed = spec.model_dump(mode="json", by_alias=True, exclude=set(_NOT_DEPLOYED))
+    """A short digest of everything in the spec that shapes the running job (restartNonce included).
+
+    Fields at their defaults are left out: a field a newer operator adds (with a default that keeps
+    what jobs did before) must not restart every running job when the operator is upgraded.
+    """
+    deployed = spec.model_dump(mode="json", by_alias=True, exclude=set(_NOT_DEPLOYED), exclude_defaults=True)
     text = json.dumps(deployed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

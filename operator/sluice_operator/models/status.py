@@ -58,6 +58,12 @@ class JobStatus(StatusModel):
     restored_from: str | None = Field(
         default=None, description="Savepoint or checkpoint this run started from."
     )
+    records_read_per_second: float | None = Field(
+        default=None, description="Records the sources read per second, while the coordinator runs."
+    )
+    records_written_per_second: float | None = Field(
+        default=None, description="Records the sinks took per second, while the coordinator runs."
+    )
 
 
 class CheckpointInfo(StatusModel):
@@ -100,6 +106,13 @@ class StreamJobStatus(StatusModel):
     )
     last_stable_spec: str | None = Field(
         default=None, description=("JSON of the last spec whose run reached Running (or finished).")
+    )
+    dashboard_url: str | None = Field(
+        default=None,
+        description=(
+            "The coordinator's web dashboard inside the cluster, while a coordinator runs "
+            "(kubectl port-forward to its Service to open it)."
+        ),
     )
     checkpoint_runs: list[str] = Field(
         default_factory=list,

@@ -24,6 +24,11 @@ class JobState(StrEnum):
     FINISHED = "finished"
 
 
+class StateBackend(StrEnum):
+    HEAP = "heap"
+    DISK = "disk"
+
+
 class UpgradeMode(StrEnum):
     STATELESS = "stateless"
     SAVEPOINT = "savepoint"
@@ -227,6 +232,13 @@ class StreamJobSpec(CamelModel):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment of all job pods.")
     restart_strategy: RestartStrategySpec = Field(default_factory=RestartStrategySpec)
     failure_detection: FailureDetectionSpec = Field(default_factory=FailureDetectionSpec)
+    state_backend: StateBackend = Field(
+        default=StateBackend.HEAP,
+        description=(
+            "Where keyed state lives in a TaskManager: heap (memory) or disk (on the TaskManager's local "
+            "disk, for state larger than memory). Changing it restarts the job with its upgrade mode."
+        ),
+    )
 
     @model_validator(mode="after")
     def _spark_conf_keys(self) -> StreamJobSpec:

@@ -26,6 +26,10 @@ def job_from_result(result: JobResult, previous: dict[str, Any] | None) -> dict[
     return job
 
 
+# Rates of `GET /v1/job`'s "rates", copied into status.job (`kubectl get streamjobs -o wide`).
+_RATES = ("recordsReadPerSecond", "recordsWrittenPerSecond")
+
+
 def job_from_coordinator(
     view: CoordinatorView, pod: PodView, previous: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -43,6 +47,14 @@ def job_from_coordinator(
         job["restarts"] = body["restarts"]
     if pod.restored_from:
         job["restoredFrom"] = pod.restored_from
+    found = body.get("rates")
+    rates: dict[str, Any] = found if isinstance(found, dict) else {}
+    for key in _RATES:
+        value = rates.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            job[key] = round(float(value), 1)
+        else:  # none measured yet (or an older coordinator): no stale figure
+            job.pop(key, None)
     return job
 
 

@@ -65,6 +65,13 @@ def decide(ctx: JobContext, obs: Observed) -> Plan:
         status["error"] = error
     if lifecycle in (LifecycleState.RUNNING, LifecycleState.FINISHED) and error is None:
         status["lastStableSpec"] = status.get("lastReconciledSpec")
+    if obs.pod is not None and obs.pod.phase == "Running" and not obs.pod.exited:
+        status["dashboardUrl"] = m.dashboard_url(ctx.owner)
+    else:
+        status.pop("dashboardUrl", None)
+    if obs.coordinator is None and isinstance(status.get("job"), dict):
+        for rate in ("recordsReadPerSecond", "recordsWrittenPerSecond"):
+            status["job"].pop(rate, None)  # measured by a coordinator that is not answering: stale
     # Not the Savepoints on their way out (this plan deletes them, or their files are being disposed
     # of): the history lists restore points, and theirs may be gone by the time someone reads it.
     leaving = {a.name for a in plan.actions if isinstance(a, DeleteSavepoint)}

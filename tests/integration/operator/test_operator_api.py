@@ -5,7 +5,9 @@ What needs a running coordinator (real jobs, savepoints completing) is tested en
 
 from __future__ import annotations
 
+import json
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -51,6 +53,26 @@ def test_crds_are_established_with_printer_columns(kube_env: KubeEnv, kube_names
     assert job["spec"]["state"] == "running"
     header = kube_env.kubectl("get", "savepoints", namespace=kube_namespace).stderr
     assert "No resources found" in header
+
+    # -o wide: records per second and how long ago the last checkpoint completed (no operator here:
+    # the status is written as the operator would).
+    checkpointed = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 150))
+    status = {
+        "job": {"id": "j", "state": "RUNNING", "recordsReadPerSecond": 1234.5},
+        "lastCheckpoint": {"id": 7, "path": "s3://b/c/j/chk-7", "time": checkpointed},
+    }
+    kube_env.kubectl(
+        "patch", "streamjob", "columns", "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": status}), namespace=kube_namespace,
+    )  # fmt: skip
+    wide = kube_env.kubectl("get", "streamjobs", "-o", "wide", namespace=kube_namespace).stdout.splitlines()
+    names = wide[0].split()
+    starts = [wide[0].index(name) for name in names]  # kubectl leaves a missing value blank: cut by position
+    ends = [*starts[1:], None]
+    columns = {n: wide[1][a:b].strip() for n, a, b in zip(names, starts, ends, strict=True)}
+    assert columns["RECORDS/S"] == "1234.5", wide
+    assert columns["CHECKPOINTED"] in ("2m30s", "2m31s", "2m32s", "2m33s"), wide
+    assert columns["JOB"] == "RUNNING", wide
 
 
 @pytest.mark.parametrize(

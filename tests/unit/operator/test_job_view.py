@@ -1,0 +1,52 @@
+"""What `kubectl get streamjobs -o wide` shows of a running job, the dashboard URL, the state backend."""
+
+from __future__ import annotations
+
+from sluice_operator import manifests as m
+from sluice_operator.crdgen import streamjob_crd
+from sluice_operator.services.decide import decide
+from sluice_operator.services.observed import Observed
+
+from ._fixtures import run, spec
+from ._situations import coordinator, ctx, deployed_status, pod
+
+
+def test_rates_and_the_dashboard_url_of_a_running_job() -> None:
+    job = spec()
+    rates = {"recordsReadPerSecond": 1234.5678, "recordsWrittenPerSecond": None}
+    plan = decide(
+        ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(rates=rates))
+    )
+    assert plan.status["job"]["recordsReadPerSecond"] == 1234.6
+    assert "recordsWrittenPerSecond" not in plan.status["job"]  # none measured: no figure
+    assert plan.status["dashboardUrl"] == "http://counts-rest.jobs.svc:8081/"
+
+
+def test_no_stale_rates_or_url_once_the_coordinator_is_gone() -> None:
+    job = spec()
+    status = deployed_status(job, dashboardUrl="http://counts-rest.jobs.svc:8081/")
+    status["job"]["recordsReadPerSecond"] = 10.0
+    exited = pod(job, phase="Failed")
+    plan = decide(ctx(job, status), Observed(pod=exited))
+    assert "dashboardUrl" not in plan.status
+    assert "recordsReadPerSecond" not in (plan.status.get("job") or {})
+
+
+def test_wide_columns_show_records_per_second_and_the_last_checkpoints_age() -> None:
+    (version,) = streamjob_crd()["spec"]["versions"]
+    wide = {c["name"]: c for c in version["additionalPrinterColumns"] if c.get("priority") == 1}
+    assert wide["Records/s"]["jsonPath"] == ".status.job.recordsReadPerSecond"
+    assert (wide["Checkpointed"]["type"], wide["Checkpointed"]["jsonPath"]) == (
+        "date",
+        ".status.lastCheckpoint.time",
+    )
+
+
+def test_the_state_backend_reaches_sluice_run_and_changing_it_restarts_the_job() -> None:
+    args = m.sluice_run_args(run(stateBackend="disk"))
+    assert args[args.index("--state-backend") + 1] == "disk"
+    default = m.sluice_run_args(run())
+    assert default[default.index("--state-backend") + 1] == "heap"
+    assert m.spec_hash(spec(stateBackend="disk")) != m.spec_hash(spec())
+    # A field at its default changes nothing: a newer operator's new fields do not restart running jobs.
+    assert m.spec_hash(spec(stateBackend="heap")) == m.spec_hash(spec())
