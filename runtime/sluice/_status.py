@@ -28,6 +28,8 @@ def rate(value: float | None) -> str:
 def duration(ms: float | None) -> str:
     if ms is None:
         return "-"
+    if ms < 10:
+        return f"{ms:.1f} ms"
     if ms < 1000:
         return f"{ms:.0f} ms"
     if ms < 120_000:

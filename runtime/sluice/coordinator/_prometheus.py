@@ -10,7 +10,7 @@ before the first) is left out rather than exported as 0.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -18,6 +18,9 @@ from prometheus_client.registry import Collector
 
 from sluice.coordinator.metrics import MetricsHistory
 from sluice.coordinator.views import job_view
+
+if TYPE_CHECKING:
+    from sluice.coordinator.jobmaster import JobMaster
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -60,7 +63,7 @@ _SUBTASK_SERIES = (
 
 
 class _JobCollector(Collector):
-    def __init__(self, job: Any, history: MetricsHistory) -> None:
+    def __init__(self, job: JobMaster, history: MetricsHistory) -> None:
         self.job = job
         self.history = history
 
@@ -184,7 +187,7 @@ def _counter(name: str, what: str, job_id: str, value: float) -> CounterMetricFa
 
 
 class PrometheusExporter:
-    def __init__(self, job: Any, history: MetricsHistory) -> None:
+    def __init__(self, job: JobMaster, history: MetricsHistory) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_JobCollector(job, history))
 

@@ -86,14 +86,24 @@ def test_the_summary_names_state_rates_vertices_checkpoints_and_the_last_savepoi
     assert sink.split()[-2:] == ["25%", "-"]
     checkpoint = next(line for line in lines if line.startswith("9 "))
     assert checkpoint.split()[:3] == ["9", "checkpoint", "COMPLETED"]
-    assert "1.5 s" in checkpoint and "3.0 MiB" in checkpoint and checkpoint.split()[-2:] == ["1", "short"]
+    assert (
+        "1.5 s" in checkpoint
+        and "2.5 ms" in checkpoint
+        and "3.0 MiB" in checkpoint
+        and checkpoint.split()[-2:] == ["1", "short"]
+    )
     assert "last failure: checkpoint 8: timed out" in text
     assert lines[-1] == "last savepoint: file:///sp/savepoint-abc-7"
 
 
 def test_figures_are_formatted_for_people() -> None:
     assert [rate(None), rate(999.4), rate(45_678), rate(3_210_000)] == ["-", "999/s", "45.7k/s", "3.21M/s"]
-    assert [duration(5), duration(4_200), duration(185_000)] == ["5 ms", "4.2 s", "3m 5s"]
+    assert [duration(0.04), duration(42), duration(4_200), duration(185_000)] == [
+        "0.0 ms",
+        "42 ms",
+        "4.2 s",
+        "3m 5s",
+    ]
     assert [backpressure(50), backpressure(300), backpressure(900)] == ["5% OK", "30% LOW", "90% HIGH"]
 
 

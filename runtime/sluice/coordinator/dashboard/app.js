@@ -64,6 +64,7 @@ function rate(value) {
 
 function millis(ms) {
   if (ms === null || ms === undefined) return "–";
+  if (ms < 10) return ms.toFixed(1) + " ms";
   if (ms < 1000) return Math.round(ms) + " ms";
   if (ms < 120000) return (ms / 1000).toFixed(1) + " s";
   const s = Math.round(ms / 1000);
@@ -199,8 +200,8 @@ function drawEdges(job) {
       const path = document.createElementNS(ns, "path");
       path.setAttribute("d", `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`);
       const label = document.createElementNS(ns, "text");
-      label.setAttribute("x", String(mid - 18));
-      label.setAttribute("y", String((y1 + y2) / 2 - 4));
+      label.setAttribute("x", String(x1 + 6));
+      label.setAttribute("y", String(y1 - 5));
       label.textContent = input.partitioning;
       parts.push(path, label);
     }

@@ -1,0 +1,108 @@
+"""What subtask metrics cost: W1 on the runtime before and after they were added, one command.
+
+    .venv/bin/python bench/metrics_cost.py [--n 2000000] [--repeat 3] [--baseline REF] [--candidate REF]
+
+Runs W1 (examples/w1_window_counts.py, parallelism 2, process host, checkpoints every second) on two
+commits, each from a temporary git worktree, interleaved `--repeat` times:
+
+- `before`: REF, by default the parent of the commit that added `runtime/sluice/engine/_task_metrics.py`
+  (the task loop's wait clocks, the heartbeat's extra figures, the coordinator's rate window);
+- `with metrics`: `--candidate` REF, default HEAD.
+
+Each run is a fresh `sluice run` process; the rate is n over the coordinator's job time. The ratio is
+the candidate's median events/s over the baseline's. Give as candidate the commit that completed the
+metrics to measure them alone: HEAD differs from the baseline in everything committed since.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _harness import REPO, BenchJob, environment_note
+
+W1 = REPO / "examples" / "w1_window_counts.py"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _default_baseline() -> str:
+    added = _git(
+        "log", "--diff-filter=A", "--format=%H", "--", "runtime/sluice/engine/_task_metrics.py"
+    ).split()
+    if not added:
+        raise SystemExit("no commit adds runtime/sluice/engine/_task_metrics.py: give --baseline REF")
+    return f"{added[-1]}^"
+
+
+def _run(n: int, work: Path, variant: str, tree: Path) -> dict[str, Any]:
+    run = work / f"{variant.replace(' ', '')}-{time.monotonic_ns()}"
+    out, chk = run / "out", run / "chk"
+    options = [
+        *("--arg", f"n={n}", "--arg", f"out={out}", "--parallelism", "2", "--host", "processes"),
+        *("--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w1"),
+    ]
+    job = BenchJob(
+        tree / "examples" / "w1_window_counts.py", *options, env={"PYTHONPATH": str(tree / "runtime")}
+    )
+    job.wait_ready()
+    started_ms = job.get("/v1/job")["startTime"]
+    job.wait(1200)
+    ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
+    return {"events_per_s": n / ((ended_ms - started_ms) / 1000), "cpu_s": sum(job.cpu.values())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", default=None, help="git ref without subtask metrics")
+    parser.add_argument("--candidate", default="HEAD", help="git ref with them")
+    args = parser.parse_args()
+    commits = {
+        "before": _git("rev-parse", "--short", args.baseline or _default_baseline()),
+        "with metrics": _git("rev-parse", "--short", args.candidate),
+    }
+    work = Path(tempfile.mkdtemp(prefix="sluice-metrics-"))
+    trees = {variant: work / variant.replace(" ", "-") for variant in commits}
+    for variant, commit in commits.items():
+        subprocess.run(
+            ["git", "worktree", "add", "-q", "--detach", str(trees[variant]), commit], cwd=REPO, check=True
+        )
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in commits}
+    print(f"# W1 before and with subtask metrics, n = {args.n:,} ({environment_note()})\n")
+    try:
+        order = list(commits)
+        for r in range(args.repeat):
+            for variant in order if r % 2 == 0 else order[::-1]:
+                runs[variant].append(_run(args.n, work, variant, trees[variant]))
+    finally:
+        for tree in trees.values():
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+    base = statistics.median(r["events_per_s"] for r in runs["before"])
+    print("| variant | commit | events/s (median) | vs before | TaskManager CPU s (median) |")
+    print("|---|---|---|---|---|")
+    for variant, samples in runs.items():
+        rate = statistics.median(r["events_per_s"] for r in samples)
+        cpu = statistics.median(r["cpu_s"] for r in samples)
+        print(f"| {variant} | {commits[variant]} | {rate:,.0f} | {rate / base:.3f}x | {cpu:.2f} |")
+    print("\nEach run:")
+    for variant, samples in runs.items():
+        print(
+            f"- {variant}: "
+            + ", ".join(f"{r['events_per_s']:,.0f}/s ({r['cpu_s']:.2f} CPU s)" for r in samples)
+        )
+
+
+if __name__ == "__main__":
+    main()
