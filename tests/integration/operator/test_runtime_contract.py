@@ -132,7 +132,7 @@ def test_savepoint_then_suspend_then_read_storage(
             storage = Storage()
             result = await storage.job_result(f"file://{tmp / 'chk'}", JOB_ID)
             assert result is not None and result.state == "FINISHED"
-            assert result.last_savepoint == stopped["path"]
+            assert result.stop_savepoint == stopped["path"]
             stop_snapshot = await storage.snapshot(str(stopped["path"]))
             assert stop_snapshot is not None and stop_snapshot.stop_mode == "no-drain"
 

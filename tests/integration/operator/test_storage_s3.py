@@ -49,7 +49,7 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
             "jobId": "r2",
             "state": "FINISHED",
             "timestamp": 500,
-            "lastSavepoint": f"{bucket}/sp/savepoint-r2-9",
+            "stopSavepoint": f"{bucket}/sp/savepoint-r2-9",
             "lastCheckpoint": f"{root}/r2/chk-8",
             "error": None,
         },
@@ -63,7 +63,7 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
         assert latest is not None
         assert (latest.path, latest.checkpoint_id, latest.all_finished) == (f"{root}/r2/chk-8", 8, True)
         result = await storage.job_result(root, "r2")
-        assert result is not None and result.last_savepoint == f"{bucket}/sp/savepoint-r2-9"
+        assert result is not None and result.stop_savepoint == f"{bucket}/sp/savepoint-r2-9"
         # A newer checkpoint appears between two reconciles: no stale listing hides it.
         _write(
             s3_server,
