@@ -225,3 +225,51 @@ def test_a_bounded_and_an_unbounded_kafka_source_go_through_partially_finished_c
     finally:
         job.kill()
     assert read_output(out) == expected
+
+
+def _windows(values_and_stamps: list[tuple[str, int]]) -> collections.Counter[str]:
+    counts = collections.Counter((v, t // 1000 * 1000) for v, t in values_and_stamps)
+    return collections.Counter(json.dumps([v, w, n]) for (v, w), n in counts.items())
+
+
+def test_one_subtask_reading_several_partitions_drops_nothing_as_late(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    # Both partitions cover the same 15 s of event time and one subtask reads them. One watermark over
+    # the records as the subtask gets them (max out-of-orderness 0) would run ahead with whichever
+    # partition it read more of and drop the other's records as late; a watermark per partition waits
+    # for the one behind.
+    topic = kafka_broker.create_topic(unique_topic("apart"), 2)
+    base = 1_700_000_000_000
+    rows = {p: [(f"k{i % 3}", base + i * 5) for i in range(3000)] for p in range(2)}
+    for p, records in rows.items():
+        kafka_broker.produce(topic, [v for v, _ in records], partition=p, timestamps=[t for _, t in records])
+    done = run_job(
+        PIPELINES / "kafka_partition_time.py",
+        *_options(kafka_broker, topic, tmp_path, "--parallelism", "1", "--checkpoint-interval", "1h"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert read_output(str(tmp_path / "out")) == _windows(rows[0] + rows[1])
+
+
+def test_an_idle_partition_stops_holding_back_the_windows_of_the_busy_one(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    # Partition 1 never gets a record. Without idleness its watermark would stay at the minimum and no
+    # window would fire while the job runs; with idleness_ms it stops counting after 300 ms.
+    topic = kafka_broker.create_topic(unique_topic("idle"), 2)
+    base = 1_700_000_000_000
+    busy = [(f"k{i % 2}", base + i * 10) for i in range(400)]  # 4 s of event time
+    kafka_broker.produce(topic, [v for v, _ in busy], partition=0, timestamps=[t for _, t in busy])
+    out = str(tmp_path / "out")
+    job = SluiceJob(
+        PIPELINES / "kafka_partition_time.py",
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms", "--parallelism", "1",
+                  "--arg", "bounded=0", "--arg", "idleness_ms=300"),
+    )  # fmt: skip
+    fired = _windows([r for r in busy if r[1] < base + 3000])  # the last record holds back window 3 s
+    try:
+        job.wait_until(lambda: read_output(out) == fired, 60, "the windows of the busy partition")
+        assert job.get("/v1/job")["state"] == "RUNNING"
+    finally:
+        job.kill()
