@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -153,5 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if clean else 1
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # A SystemExit unwinds through the finally blocks: the running job, the proxy, PostgreSQL and the S3
+    # server are stopped instead of outliving the harness.
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     sys.exit(main())
