@@ -16,7 +16,7 @@ from typing import Any
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.checkpoint.storage import read_bytes
 from sluice.state.keygroups import key_group_range
-from sluice.state.snapshots import KeyedFile, restore_chain
+from sluice.state.snapshots import ChainShare, KeyedFile
 
 
 @dataclass
@@ -92,7 +92,9 @@ def restored_share(
             chain = [KeyedFile.from_json(f) for f in handle["keyedFiles"]]
             assert groups is not None
             inside = my_groups.start <= groups[0] and groups[1] < my_groups.stop
-            restore_chain(location, chain, None if inside else my_groups, max_parallelism, share.tables)
+            share.keyed_chains.append(
+                ChainShare(location, chain, None if inside else my_groups, max_parallelism)
+            )
         if handle.get("path") is None:
             continue
         snapshot = load_snapshot(location, handle["path"])

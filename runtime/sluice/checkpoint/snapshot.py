@@ -44,7 +44,8 @@ class RestoredState:
     lists: dict[str, list[Any]] = field(default_factory=dict)
     unions: dict[str, list[Any]] = field(default_factory=dict)
     broadcast: dict[str, dict[Any, Any]] = field(default_factory=dict)
-    tables: dict[str, tuple[str, dict[Any, Any]]] = field(default_factory=dict)
-    """A keyed state backend's entries of this subtask's key groups: state name -> (kind, key -> value)."""
+    keyed_chains: list[Any] = field(default_factory=list)
+    """A keyed state backend's files to read, `sluice.state.snapshots.ChainShare`s: read by the operator
+    frame by frame into its backend, so that restoring never holds all state twice."""
     checkpoint_id: int = 0
     """The checkpoint (or savepoint) this state comes from."""

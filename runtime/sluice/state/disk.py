@@ -235,23 +235,22 @@ class DiskKeyedStateBackend:
             t.dirty = set()
         return DiskSnapshot(store, txn, frozen)
 
-    def restore_tables(self, tables: dict[str, tuple[str, dict[Any, Any]]]) -> None:
-        for name, (kind, entries) in tables.items():
-            table = self._table(name, kind)
-            store = self._store
-            assert store is not None
-            for key, value in entries.items():
-                store.txn.put(encode_key(key), _dumps(value, 5), db=table.db)
-                store.wrote()
-        if self._store is not None:
-            self._store.commit()
+    def restore_frame(self, name: str, kind: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
+        table = self._table(name, kind)
+        store = self._store
+        assert store is not None
+        for key, value in upserts.items():
+            store.txn.put(encode_key(key), _dumps(value, 5), db=table.db)
+            store.wrote()
+        for key in removed:
+            store.txn.delete(encode_key(key), db=table.db)
+            store.wrote()
 
     def restore(self, groups: dict[int, dict[str, dict[Any, Any]]]) -> None:
-        merged: dict[str, tuple[str, dict[Any, Any]]] = {}
         for by_name in groups.values():
             for name, entries in by_name.items():
-                merged.setdefault(name, (legacy_kind(entries), {}))[1].update(entries)
-        self.restore_tables(merged)
+                known = self._tables.get(name)
+                self.restore_frame(name, known.kind if known else legacy_kind(entries), entries, [])
 
     def close(self) -> None:
         if self._store is not None:

@@ -165,22 +165,18 @@ class HeapKeyedStateBackend:
                 del t.base[key]
         self._frozen = False
 
-    def restore_tables(self, tables: dict[str, tuple[str, dict[Any, Any]]]) -> None:
-        """Restored entries (already filtered to this subtask's key groups), by state name."""
-        for name, (kind, entries) in tables.items():
-            table = self.table(name, kind)
-            for key, value in entries.items():
-                table.put(key, value)
-            table.dirty.clear()
+    def restore_frame(self, name: str, kind: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
+        base = self.table(name, kind).base
+        base.update(upserts)
+        for key in removed:
+            base.pop(key, None)
 
     def restore(self, groups: dict[int, dict[str, dict[Any, Any]]]) -> None:
         """Restores the by-key-group form of checkpoints written before incremental snapshots."""
         for by_name in groups.values():
             for name, entries in by_name.items():
-                table = self._tables.get(name)
-                if table is None:
-                    table = self._tables[name] = _Table(name, legacy_kind(entries))
-                table.base.update(entries)
+                known = self._tables.get(name)
+                self.restore_frame(name, known.kind if known else legacy_kind(entries), entries, [])
 
 
 def _copy_value(value: Any) -> Any:

@@ -39,8 +39,6 @@ SHARED_DIR = "shared"
 MAX_DELTAS = 16
 _CHUNK = 16_384
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
-Tables = dict[str, tuple[str, dict[Any, Any]]]
-"""Restored keyed state: state name -> (kind, key -> value)."""
 
 
 @dataclass(frozen=True)
@@ -246,7 +244,7 @@ def _dump(out: BinaryIO, frame: Any) -> int:
     return len(data)
 
 
-def read_frames(uri: str) -> Iterator[tuple[str, str, dict[Any, Any], list[Any]]]:
+def read_frames(uri: str) -> Iterator[Frame]:
     fs, path = filesystem(uri)
     with fs.open(path, "rb") as handle:
         header = pickle.load(handle)
@@ -260,23 +258,29 @@ def read_frames(uri: str) -> Iterator[tuple[str, str, dict[Any, Any], list[Any]]
             yield frame
 
 
-def restore_chain(
-    location: str, chain: list[KeyedFile], groups: range | None, max_parallelism: int, into: Tables
-) -> None:
-    """Applies a chain's files in order into `into`, keeping the keys of key groups `groups` (None: all)."""
-    for ref in chain:
-        for name, kind, upserts, removed in read_frames(file_uri(location, ref)):
-            entries = into.setdefault(name, (kind, {}))[1]
-            if groups is None:
-                entries.update(upserts)
-                for key in removed:
-                    entries.pop(key, None)
-                continue
-            for key, value in upserts.items():
-                if key_group_for(key, max_parallelism) in groups:
-                    entries[key] = value
-            for key in removed:
-                entries.pop(key, None)
+Frame = tuple[str, str, dict[Any, Any], list[Any]]
+"""(state name, kind, {key: value}, [removed keys])"""
+
+
+@dataclass(frozen=True)
+class ChainShare:
+    """One old subtask's chain, of which a restoring subtask takes the keys of key groups `groups`."""
+
+    location: str
+    chain: list[KeyedFile]
+    groups: range | None
+    """None: every key (the chain's key groups all belong to the restoring subtask)."""
+    max_parallelism: int
+
+    def frames(self) -> Iterator[Frame]:
+        """The chain's frames in order, filtered to `groups`: applied in turn they give the state."""
+        groups, mp = self.groups, self.max_parallelism
+        for ref in self.chain:
+            for name, kind, entries, removed in read_frames(file_uri(self.location, ref)):
+                mine = entries
+                if groups is not None:
+                    mine = {k: v for k, v in entries.items() if key_group_for(k, mp) in groups}
+                yield name, kind, mine, removed
 
 
 @dataclass

@@ -16,7 +16,7 @@ from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOpera
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import BACKENDS
 from sluice.state.keygroups import key_group_for, key_group_range
-from sluice.state.snapshots import KeyedFile, restore_chain
+from sluice.state.snapshots import ChainShare, KeyedFile
 
 from ._support import start
 
@@ -36,7 +36,7 @@ def share_for(snapshot: OperatorSnapshot, subtask: int, parallelism: int) -> Res
         snapshot.deferred = None
     if id(snapshot) in _written:
         location, chain = _written[id(snapshot)]
-        restore_chain(location, chain, mine, 128, share.tables)
+        share.keyed_chains.append(ChainShare(location, chain, mine, 128))
     return share
 
 

@@ -17,13 +17,12 @@ from sluice.state.keyed import BACKENDS, FrozenTable, KeyedStateBackend, create_
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import (
     MAX_DELTAS,
+    ChainShare,
     ChangeLog,
     KeyedFile,
     KeyedWrite,
-    Tables,
     file_uri,
     read_frames,
-    restore_chain,
 )
 
 
@@ -140,27 +139,6 @@ def test_each_snapshot_hands_out_the_keys_changed_since_the_previous_one(new_bac
     second.release()
 
 
-def test_restore_by_key_group_hands_each_key_to_exactly_one_subtask(new_backend: Any) -> None:
-    backend = new_backend()
-    count = backend.value_state(ValueStateDescriptor("count", default=0))
-    for key in range(200):
-        backend.current_key = key
-        count.update(key)
-    restored: dict[Any, Any] = {}
-    for subtask in range(3):
-        again = new_backend()
-        tables: Tables = {"count": ("value", {})}
-        mine = key_group_range(subtask, 128, 3)
-        tables["count"][1].update(
-            {k: v for k, v in frozen(backend)["count"].items() if key_group_for(k, 128) in mine}
-        )
-        again.restore_tables(tables)
-        mine_now = frozen(again)["count"]
-        assert not set(mine_now) & set(restored)
-        restored.update(mine_now)
-    assert restored == {k: k for k in range(200)}
-
-
 # -- files --------------------------------------------------------------------------------------------
 
 
@@ -195,9 +173,14 @@ class Subtask:
 
 
 def restored(location: str, chain: list[KeyedFile], groups: range | None = None) -> dict[Any, Any]:
-    tables: Tables = {}
-    restore_chain(location, chain, groups, 128, tables)
-    return tables.get("count", ("value", {}))[1]
+    """The 'count' entries a subtask owning key groups `groups` restores from `chain`."""
+    entries: dict[Any, Any] = {}
+    for name, _, upserts, removed in ChainShare(location, chain, groups, 128).frames():
+        assert name == "count"
+        entries.update(upserts)
+        for key in removed:
+            entries.pop(key, None)
+    return entries
 
 
 def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(
@@ -282,6 +265,29 @@ def test_restore_of_a_chain_at_another_parallelism_keeps_only_the_subtasks_key_g
         assert all(key_group_for(k, 128) in groups for k in mine)
         merged.update(mine)
     assert merged == expected
+
+
+def test_a_backend_restored_from_a_chain_at_another_parallelism_holds_its_key_groups(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    task = Subtask(tmp_path, new_backend())
+    task.put(range(500), 1)
+    task.checkpoint(1)
+    task.put(range(0, 500, 2), 2)
+    task.remove([3, 5])
+    location, second = task.checkpoint(2)
+    everything: dict[Any, Any] = {}
+    for subtask in range(3):
+        groups = key_group_range(subtask, 128, 3)
+        again = new_backend()
+        again.value_state(ValueStateDescriptor("count", default=0))
+        for frame in ChainShare(location, second.chain, groups, 128).frames():
+            again.restore_frame(*frame)
+        mine = frozen(again)["count"]
+        assert mine and all(key_group_for(k, 128) in groups for k in mine)
+        everything.update(mine)
+    assert everything == frozen(task.backend)["count"]
+    assert everything[0] == 2 and everything[1] == 1 and 3 not in everything
 
 
 @pytest.mark.parametrize("name", ["../x.kv", "a/b.kv", ".hidden", "", 7])

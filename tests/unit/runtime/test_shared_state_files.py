@@ -118,7 +118,9 @@ def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_p
         for subtask in range(3):
             share = restored_share(metadata, "count", subtask, 3, 128)
             assert isinstance(share, RestoredState)
-            merged.update(share.tables["count"][1])
+            for name, _, upserts, removed in [f for c in share.keyed_chains for f in c.frames()]:
+                assert name == "count" and not removed
+                merged.update(upserts)
         assert merged == dict.fromkeys(range(1000), 1) | dict.fromkeys(range(10), 2)
         # A failed checkpoint's files go at the next retention; so do files no retained one refers to.
         for s in subtasks:

@@ -112,7 +112,9 @@ class KeyedProcessOperator(UdfOperator):
             return
         backend = self.ctx.keyed_backend
         assert backend is not None
-        backend.restore_tables(restored.tables)
+        for chain in restored.keyed_chains:
+            for name, kind, upserts, removed in chain.frames():
+                backend.restore_frame(name, kind, upserts, removed)
         # Checkpoints written before incremental snapshots kept the backend's entries per key group.
         backend.restore({g: v["user"] for g, v in restored.keyed.items() if "user" in v})
         for group in restored.keyed.values():
