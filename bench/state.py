@@ -1,7 +1,7 @@
 """Benchmark W4: keyed state at 10k, 2M and 20M keys, checkpointing every second, one command.
 
     .venv/bin/python bench/state.py [--keys 10000,2000000,20000000] [--seconds 60]
-        [--state-backend heap] [--peer / --no-peer]
+        [--state-backend heap,heap,disk] [--kill / --no-kill] [--peer / --no-peer]
 
 For each key count, `sluice run --host processes --parallelism 2 --checkpoint-interval 1s` runs
 bench/_state_w4.py (a generator keyed by `i % keys` into a keyed process function counting per key in
@@ -9,14 +9,18 @@ ValueState, nothing emitted) for `--seconds` after its first record, then is can
 records/s through the counting operator over the run (after a warm-up of a fifth of it), checkpoint
 duration p50/max, the synchronous part p50/max (the time record processing stopped for the snapshot),
 bytes written per checkpoint (p50), the full state size of the last checkpoint, and the peak RSS of a
-TaskManager. Then the peer, Spark Structured Streaming with the RocksDB state store, on the same count
-(bench/_state_spark.py).
+TaskManager. At the end of the largest key count a TaskManager is SIGKILLed and the time until the
+restarted job counts records again is reported. By default 10k and 2M keys use the heap backend (the
+default of `sluice run`) and 20M keys the disk backend. Then the peer, Spark Structured Streaming with
+the RocksDB state store, on the same count (bench/_state_spark.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import signal
 import statistics
 import tempfile
 import time
@@ -33,7 +37,25 @@ def _records_in(job: BenchJob) -> int:
     return sum(v["metrics"]["recordsIn"] for v in view["vertices"] if "count" in v["uids"])
 
 
-def run_sluice(keys: int, seconds: float, work: Path, backend: str | None) -> dict[str, Any]:
+def _recover(job: BenchJob) -> float:
+    """SIGKILLs a TaskManager; seconds until the restarted job counts records again."""
+    before = job.get("/v1/job")
+    victim = before["taskManagers"][-1]["pid"]
+    started = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    while job.get("/v1/job")["restarts"] <= before["restarts"]:
+        time.sleep(0.05)
+    last = None
+    while True:
+        view = job.get("/v1/job")
+        counted = sum(v["metrics"]["recordsIn"] for v in view["vertices"] if "count" in v["uids"])
+        if view["state"] == "RUNNING" and last is not None and counted > last:
+            return time.monotonic() - started
+        last = counted if view["state"] == "RUNNING" else None
+        time.sleep(0.05)
+
+
+def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill: bool) -> dict[str, Any]:
     chk = work / f"chk-{keys}-{time.monotonic_ns()}"
     options = ["--arg", f"keys={keys}", "--parallelism", "2", "--host", "processes"]
     options += ["--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w4"]
@@ -50,6 +72,7 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None) -> di
         time.sleep(seconds - warmup)
         t1, n1 = time.monotonic(), _records_in(job)
         history = job.get("/v1/checkpoints")["history"]
+        recovery = _recover(job) if kill else None
         job.post("/v1/job/cancel", {})
         job.process.wait(120)  # a canceled job exits non-zero by design
     finally:
@@ -72,6 +95,8 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None) -> di
         "written_p50": statistics.median(written) if written else None,
         "state_size": full[0] if full else None,
         "peak_rss": job.max_peak_rss(),
+        "backend": backend or "heap",
+        "recovery_s": recovery,
     }
 
 
@@ -89,7 +114,17 @@ def main() -> None:
     )
     parser.add_argument("--keys", default="10000,2000000,20000000", help="key counts, comma-separated")
     parser.add_argument("--seconds", type=float, default=60.0, help="run time per key count")
-    parser.add_argument("--state-backend", default=None, help="passed to sluice run (default: its default)")
+    parser.add_argument(
+        "--state-backend",
+        default="heap,heap,disk",
+        help="sluice run --state-backend per key count, comma-separated (the last one repeats)",
+    )
+    parser.add_argument(
+        "--kill",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="at the end of the largest key count, SIGKILL a TaskManager and time the recovery",
+    )
     parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     keys = [int(k) for k in args.keys.split(",")]
@@ -97,8 +132,10 @@ def main() -> None:
     print(f"# W4, {args.seconds:g} s per key count ({environment_note()})\n")
     rows = []
     try:
-        for k in keys:
-            rows.append(run_sluice(k, args.seconds, work, args.state_backend))
+        backends = args.state_backend.split(",")
+        for i, k in enumerate(keys):
+            backend = backends[min(i, len(backends) - 1)]
+            rows.append(run_sluice(k, args.seconds, work, backend, args.kill and i == len(keys) - 1))
             base = rows[0]["records_per_s"]
             r = rows[-1]
             print(
@@ -106,7 +143,8 @@ def main() -> None:
                 f"checkpoints {r['checkpoints']} completed / {r['failed']} failed, duration p50/max "
                 f"{_pair(r['duration_ms'])} ms, sync p50/max {_pair(r['sync_ms'])} ms, written p50 "
                 f"{_mib(r['written_p50'])}, state {_mib(r['state_size'])}, TaskManager peak RSS "
-                f"{_mib(r['peak_rss'])}",
+                f"{_mib(r['peak_rss'])} ({r['backend']} backend)"
+                + ("" if r["recovery_s"] is None else f", recovery after SIGKILL {r['recovery_s']:.1f} s"),
                 flush=True,
             )
         peers = []
@@ -126,16 +164,17 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
-        "\n| keys | records/s | vs 10k | checkpoint p50 / max ms | sync part p50 / max ms "
+        "\n| keys | backend | records/s | vs 10k | checkpoint p50 / max ms | sync part p50 / max ms "
         "| written per checkpoint p50 | full state | TaskManager peak RSS | peer records/s | Sluice / peer |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     base = rows[0]["records_per_s"]
     for i, r in enumerate(rows):
         peer = peers[i]["records_per_s"] if i < len(peers) else None
         ratio = f"{r['records_per_s'] / peer:.2f}x" if peer else "n/a"
         print(
-            f"| {r['keys']:,} | {r['records_per_s']:,.0f} | {r['records_per_s'] / base:.2f}x "
+            f"| {r['keys']:,} | {r['backend']} | {r['records_per_s']:,.0f} "
+            f"| {r['records_per_s'] / base:.2f}x "
             f"| {_pair(r['duration_ms'])} | {_pair(r['sync_ms'])} | {_mib(r['written_p50'])} "
             f"| {_mib(r['state_size'])} | {_mib(r['peak_rss'])} "
             f"| {'n/a' if peer is None else f'{peer:,.0f}'} "
@@ -146,6 +185,12 @@ def main() -> None:
         " per TaskManager with a checkpoint completing every interval. The peer's peak RSS is its whole JVM"
         " + driver; its 'state commit' is RocksDB's flush + checkpoint latency per batch."
     )
+    for r in rows:
+        if r["recovery_s"] is not None:
+            print(
+                f"Recovery at {r['keys']:,} keys ({r['backend']} backend): {r['recovery_s']:.1f} s from "
+                "SIGKILL of a TaskManager to records counted again (restart, restore of the last checkpoint)."
+            )
 
 
 if __name__ == "__main__":
