@@ -135,14 +135,15 @@ class HeapKeyedStateBackend:
         """The synchronous part: freeze every table and hand out its keys changed since the last one."""
         frozen = []
         if self._frozen:
-            # A snapshot is still being serialized (an overlapping savepoint): copy this one's view.
+            # A snapshot is still being serialized (an overlapping savepoint): this one copies its view,
+            # O(state) on the task's thread. Values that may change in place are copied too: `front`'s
+            # now, `base`'s once the first snapshot's release makes it writable again.
             for t in self._tables.values():
-                entries = dict(t.base)
+                entries = {k: v if type(v) in _IMMUTABLE else _copy_value(v) for k, v in t.base.items()}
                 for key, value in (t.front or {}).items():
                     if value is DELETED:
                         entries.pop(key, None)
                     else:
-                        # `front` keeps changing in place: this snapshot needs its own copies.
                         entries[key] = _copy_value(value) if type(value) not in _IMMUTABLE else value
                 frozen.append(FrozenTable(t.name, t.kind, entries, t.dirty))
                 t.dirty = set()

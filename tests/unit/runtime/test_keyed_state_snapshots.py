@@ -108,16 +108,23 @@ def test_a_mutable_value_changed_in_place_during_a_snapshot_is_a_copy(new_backen
 def test_a_snapshot_taken_while_another_is_written_sees_both_generations(new_backend: Any) -> None:
     backend = new_backend()
     items = backend.list_state(ListStateDescriptor[int]("items"))
+    backend.current_key = "c"
+    items.add(7)
     backend.current_key = "a"
     items.add(1)
     first = backend.begin_snapshot()
     items.add(2)
     second = backend.begin_snapshot()  # a savepoint while the checkpoint is still written
     items.add(3)
-    assert dict(first.tables[0].entries.items()) == {"a": [1]}
-    assert dict(second.tables[0].entries.items()) == {"a": [1, 2]}
+    assert dict(first.tables[0].entries.items()) == {"a": [1], "c": [7]}
+    assert dict(second.tables[0].entries.items()) == {"a": [1, 2], "c": [7]}
+    first.release()  # the checkpoint is written; the savepoint is still being written
+    backend.current_key = "c"
+    items.add(8)  # nothing is frozen now: this changes the stored list in place
+    assert dict(second.tables[0].entries.items()) == {"a": [1, 2], "c": [7]}
     second.release()
-    first.release()
+    assert items.get() == [7, 8]
+    backend.current_key = "a"
     assert items.get() == [1, 2, 3]
 
 
