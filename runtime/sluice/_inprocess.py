@@ -94,14 +94,15 @@ class BackgroundJob:
         return self._result
 
     def exit_code(self, timeout: float | None = None) -> int:
-        """What `sluice run` would exit with: 0 FINISHED, 1 FAILED or CANCELED, 2 refused to start."""
+        """What `sluice run` would exit with: 0 FINISHED, 1 FAILED or CANCELED, 2 refused to start,
+        3 SUSPENDED."""
         try:
             return exit_code(str(self.wait(timeout)["state"]))
         except (RestoreRefused, FileNotFoundError):
             return EXIT_USAGE
 
     def cancel(self) -> None:
-        """Cancels the job (as SIGTERM does for `sluice run`); returns at once."""
+        """Cancels the job (as `sluice cancel` does; SIGTERM suspends instead); returns at once."""
         loop = self._loop
         if loop is not None and not self.done():
             with contextlib.suppress(RuntimeError):  # the loop closed in between: the job has ended

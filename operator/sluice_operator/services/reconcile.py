@@ -39,7 +39,6 @@ class Outcome:
     events: list[Event] = field(default_factory=list)
     requeue_s: float | None = None
     lifecycle: str | None = None
-    error: str | None = None
     uid: str | None = None  # of the StreamJob, for its events
 
 
@@ -168,7 +167,6 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
         events=plan.events,
         requeue_s=plan.requeue_s,
         lifecycle=plan.status.get("lifecycleState"),
-        error=plan.status.get("error"),
         uid=owner.uid,
     )
     if plan.status.get("error") and plan.status.get("error") != old_status.get("error"):
@@ -215,7 +213,6 @@ async def _degraded(
         events=events,
         requeue_s=10.0 if reason != "InvalidSpec" else None,
         lifecycle=new["lifecycleState"],
-        error=message,
         uid=owner.uid,
     )
 

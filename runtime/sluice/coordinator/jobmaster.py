@@ -92,7 +92,6 @@ class JobMaster(SavepointOperations):
         self.stop_savepoint: str | None = None
         """The savepoint the job stopped with, if it ended that way (`last_savepoint` may be older)."""
         self.checkpoints: CheckpointCoordinator | None = None
-        self.history_counts = {"completed": 0, "failed": 0}
         self.stop_request: StopRequest | None = None
         self._default_savepoint_dir = config.savepoint_dir
         self.ended = asyncio.Event()

@@ -85,10 +85,6 @@ class JobGraph:
     def vertex(self, vertex_id: int) -> JobVertex:
         return self.vertices[vertex_id]
 
-    @property
-    def total_subtasks(self) -> int:
-        return sum(v.parallelism for v in self.vertices)
-
     def operator_uids(self) -> list[str]:
         return [op.uid for v in self.vertices for op in v.operators]
 

@@ -47,10 +47,6 @@ class ProcessHost:
             proc.stdin.close()
             self.processes.append(proc)
 
-    @property
-    def pids(self) -> list[int]:
-        return [p.pid for p in self.processes]
-
     async def wait_lost(self) -> str:
         waits = {asyncio.ensure_future(p.wait()): i for i, p in enumerate(self.processes)}
         if not waits:
