@@ -13,7 +13,9 @@ const $ = (id) => document.getElementById(id);
 function takeTokenFromFragment() {
   const match = /(?:^#|&)token=([^&]*)/.exec(window.location.hash);
   if (match) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    let value = match[1];
+    try { value = decodeURIComponent(value); } catch (_) { /* not percent-encoded: take it as it is */ }
+    sessionStorage.setItem(TOKEN_KEY, value);
     // Out of the address bar (and so out of history, bookmarks and screenshots).
     history.replaceState(null, "", window.location.pathname + window.location.search);
   }
