@@ -199,6 +199,25 @@ class E2ECluster:
             raise E2EFailure(f"job {job} has no Secret {job}-auth\n{self.diagnostics()}")
         return base64.b64decode(secret["data"]["rest-token"]).decode()
 
+    def wait_restarted(self, job: str, restarts: int, old_pids: set[int], timeout: float = 180) -> Any:
+        """Wait until the run (`GET /v1/job`) has restarted `restarts` times and runs every subtask on
+        TaskManagers none of which has a PID of `old_pids`; returns that answer."""
+
+        def restarted() -> Any:
+            run = self.coordinator(job, "/v1/job")
+            pids = {tm["pid"] for tm in run["taskManagers"]}
+            ok = (
+                run["state"] == "RUNNING"
+                and run["restarts"] >= restarts
+                and run["subtasks"]["running"] == run["subtasks"]["total"]
+                and len(pids) == len(run["taskManagers"]) > 0
+                and not pids & old_pids
+            )
+            return run if ok else None
+
+        what = f"job {job} restarted ({restarts} restart(s)) with new TaskManagers"
+        return self.wait(what, restarted, timeout)
+
     def taskmanager_pod_of(self, job: str, host: str) -> str:
         """The executor pod whose IP a TaskManager reports as its host."""
         for pod in self.taskmanager_pods(job):

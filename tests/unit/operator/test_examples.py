@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -30,3 +31,16 @@ def test_savepoint_example() -> None:
     doc = yaml.safe_load((EXAMPLES / "savepoint.yaml").read_text())
     spec = savepoint_spec(doc["spec"])
     assert (spec.job_name, spec.stop.value) == ("unbounded-counts", "none")
+
+
+def test_kafka_example_passes_the_args_its_pipeline_reads() -> None:
+    doc = yaml.safe_load((EXAMPLES / "kafka-streamjob.yaml").read_text())
+    spec = streamjob_spec(doc["spec"])
+    assert spec.pipeline.file is not None
+    pipeline = (EXAMPLES.parents[1] / spec.pipeline.file).read_text()
+    read = set(re.findall(r"""env\.args(?:\.get\(|\[)["'](\w+)["']""", pipeline))
+    assert read == {"bootstrap", "input", "output", "group", "bounded"}, read
+    assert set(spec.pipeline.args) == read - {"bounded"}  # unbounded: it runs until stopped
+    owner = m.Owner(name=doc["metadata"]["name"], namespace="e2e", uid="u")
+    run = m.Run(owner=owner, spec=spec, config=OperatorConfig(storage="s3://b/r"), job_id="j")
+    assert "group=e2e-kafka-totals" in m.sluice_run_args(run)  # one consumer group per job
