@@ -198,7 +198,12 @@ class KafkaBroker:
                 kwargs["partition"] = partition
             if stamps is not None:
                 kwargs["timestamp"] = next(stamps)
-            producer.produce(topic, value, **kwargs)
+            while True:
+                try:
+                    producer.produce(topic, value, **kwargs)
+                    break
+                except BufferError:  # the local queue (100,000 records) is full: let it drain
+                    producer.poll(0.1)
             producer.poll(0)
         if producer.flush(30) != 0:
             raise AssertionError(f"could not deliver every record to {topic}")

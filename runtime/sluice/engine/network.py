@@ -116,7 +116,15 @@ class RemoteOutputChannel(OutputChannel):
         writer = self._writer or await self._connect()
         writer.write(encode_event(event, self.wire.max_frame_bytes))
         if writer.transport.get_write_buffer_size() > _HIGH_WATER:
-            await writer.drain()
+            # The receiver stopped reading (its channel queue is full): waiting here is backpressure.
+            clock = self.clock
+            if clock is not None:
+                clock.start()
+            try:
+                await writer.drain()
+            finally:
+                if clock is not None:
+                    clock.stop()
 
     async def close(self) -> None:
         if self._writer is not None:

@@ -21,7 +21,9 @@ def _scrape(url: str, token: str | None) -> str:
         return str(r.read().decode())
 
 
-def test_a_slow_sink_shows_as_backpressure_upstream_and_busy_time_in_the_sink(tmp_path: Path) -> None:
+def test_a_slow_sink_shows_as_backpressure_upstream_and_busy_time_in_the_sink(
+    tmp_path: Path,
+) -> None:
     job = SluiceJob(
         PIPELINES / "fan_out_slow_sink.py",
         "--taskmanagers",
@@ -52,7 +54,11 @@ def test_a_slow_sink_shows_as_backpressure_upstream_and_busy_time_in_the_sink(tm
         for vertex in job.get("/v1/job")["vertices"]:
             for subtask in vertex["subtasks"]:
                 figures = subtask["metrics"]
-                times = ("busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond")
+                times = (
+                    "busyTimeMsPerSecond",
+                    "backPressuredTimeMsPerSecond",
+                    "idleTimeMsPerSecond",
+                )
                 assert sum(figures[k] for k in times) == pytest.approx(1000), figures
 
         url, token = job.rest_url(), job.token()
@@ -76,5 +82,38 @@ def test_a_slow_sink_shows_as_backpressure_upstream_and_busy_time_in_the_sink(tm
         assert status.returncode == 0, status.stderr
         row = next(line for line in status.stdout.splitlines() if line.startswith("0 "))
         assert row.split()[1] == "numbers" and row.endswith("HIGH"), status.stdout
+    finally:
+        job.kill()
+
+
+def test_backpressure_across_taskmanagers_is_the_senders_wait_for_its_socket(
+    tmp_path: Path,
+) -> None:
+    # Two TaskManagers: one source subtask sends to the sink over TCP. Once the sink's queue is full
+    # its TaskManager stops reading, the socket buffers fill, and the sender waits to drain.
+    job = SluiceJob(
+        PIPELINES / "fan_out_slow_sink.py",
+        "--taskmanagers",
+        "2",
+        "--checkpoint-dir",
+        f"file://{tmp_path}",
+    )
+    try:
+
+        def sink_placement() -> list[int] | None:
+            where = job.get("/v1/job")["vertices"][1]["subtasks"][0]["taskManager"]
+            return None if where is None else [where]  # TaskManager 0 is falsy: wrap it
+
+        [sink_tm] = job.wait_until(sink_placement, 60, "placement")
+
+        def remote_source() -> dict[str, float] | None:
+            vertex = job.get("/v1/job")["vertices"][0]
+            remote = [s for s in vertex["subtasks"] if s["taskManager"] != sink_tm]
+            assert remote, "a source subtask runs on the other TaskManager"
+            figures = remote[0]["metrics"]
+            pressured = figures["backPressuredTimeMsPerSecond"]
+            return figures if pressured is not None and pressured > 500 else None
+
+        job.wait_until(remote_source, 60, "the remote source backpressured most of the time")
     finally:
         job.kill()

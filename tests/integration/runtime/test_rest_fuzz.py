@@ -80,7 +80,15 @@ def test_fuzzed_requests_get_no_server_error_and_the_job_keeps_running(tmp_path:
         job.wait_checkpoints(1)
         url, token = job.rest_url(), job.token()
         running: Callable[[], bool] = lambda: job.get("/v1/job")["state"] == "RUNNING"  # noqa: E731
-        reads = ["GET /v1/health", "GET /v1/job", "GET /v1/checkpoints", "GET /v1/savepoints/{triggerId}"]
+        reads = [
+            "GET /v1/health",
+            "GET /v1/job",
+            "GET /v1/checkpoints",
+            "GET /v1/savepoints/{triggerId}",
+            "GET /metrics",
+            "GET /",
+            "GET /dashboard/{name}",
+        ]
         mutations = ["POST /v1/savepoints", "POST /v1/job/cancel"]
         seen: dict[int, int] = {}
         for authorization in (None, "Bearer not-the-token"):

@@ -202,7 +202,7 @@ def test_a_token_file_protects_reads_with_rest_auth_all(tmp_path: Path) -> None:
 
         untold = run_cli("status", "--address", url)
         assert untold.returncode == 1 and "401" in untold.stderr and "--token" in untold.stderr
-        told = run_cli("status", "--address", url, "--token", "operator-made-token")
+        told = run_cli("status", "--address", url, "--token", "operator-made-token", "-o", "json")
         assert told.returncode == 0 and json.loads(told.stdout)["state"] == "RUNNING", told.stderr
         cancel = run_cli("cancel", "--address", url, env={"SLUICE_REST_TOKEN": "operator-made-token"})
         assert cancel.returncode == 0, cancel.stderr
