@@ -115,24 +115,6 @@ def test_savepoint_of_a_running_job_leaves_it_running(e2e: E2ECluster) -> None:
     _finish_and_check_output(e2e)
 
 
-def _wait_recovered(e2e: E2ECluster, restarts: int, old_pids: set[int]) -> dict[str, Any]:
-    def recovered() -> dict[str, Any] | None:
-        job = e2e.coordinator(JOB, "/v1/job")
-        pids = {tm["pid"] for tm in job["taskManagers"]}
-        ok = (
-            job["state"] == "RUNNING"
-            and job["restarts"] >= restarts
-            and job["subtasks"]["running"] == job["subtasks"]["total"]
-            and len(pids) == len(job["taskManagers"]) > 0
-            and not pids & old_pids
-        )
-        return job if ok else None
-
-    return e2e.wait(
-        f"the job restarted ({restarts} restart(s)) with new TaskManagers", recovered, timeout=180
-    )
-
-
 @pytest.mark.timeout(600)
 def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECluster) -> None:
     e2e.apply(UNBOUNDED)
@@ -144,7 +126,7 @@ def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECl
     pod = e2e.taskmanager_pod_of(JOB, victim["host"])
     checkpoint = int(e2e.get("streamjob", JOB)["status"]["lastCheckpoint"]["id"])  # type: ignore[index]
     e2e.signal_process(pod, victim["pid"], signal.SIGKILL)
-    job = _wait_recovered(e2e, 1, {tm["pid"] for tm in job["taskManagers"]})
+    job = e2e.wait_restarted(JOB, 1, {tm["pid"] for tm in job["taskManagers"]})
     checkpoint = e2e.wait_checkpoints_after(JOB, checkpoint)
 
     # The executor JVM of a TaskManager pod dies: the pod fails and Spark asks for a new executor pod.
@@ -153,7 +135,7 @@ def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECl
     pods_before = {p["metadata"]["name"] for p in e2e.taskmanager_pods(JOB)}
     assert pods_before == {f"{JOB}-taskmanager-1", f"{JOB}-taskmanager-2"}, pods_before
     e2e.kill_executor_jvm(e2e.taskmanager_pod_of(JOB, job["taskManagers"][0]["host"]))
-    job = _wait_recovered(e2e, 2, {tm["pid"] for tm in job["taskManagers"]})
+    job = e2e.wait_restarted(JOB, 2, {tm["pid"] for tm in job["taskManagers"]})
     hosts = {e2e.taskmanager_pod_of(JOB, tm["host"]) for tm in job["taskManagers"]}
     assert hosts - pods_before == {f"{JOB}-taskmanager-3"}, f"{hosts} after {pods_before}"
     for pod in e2e.taskmanager_pods(JOB):
