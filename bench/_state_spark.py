@@ -106,6 +106,13 @@ def run_w4_structured_streaming(keys: int, seconds: float, workdir: Path, cores:
     if child.returncode != 0:
         raise RuntimeError(f"Structured Streaming W4 failed (exit {child.returncode}):\n{stderr[-4000:]}")
     batches = json.loads(stdout.strip().splitlines()[-1])["batches"]
+    if not batches:
+        # A result too: the first micro-batch (its keys all new to the state store) did not end in time.
+        return {
+            "records_per_s": None,
+            "note": f"no micro-batch completed in {seconds:g} s",
+            "peak_rss_bytes": peak,
+        }
     # The first batches include the JVM's warm-up and an almost empty state; leave out the first third.
     steady = batches[len(batches) // 3 :] or batches
     rows = sum(b["numInputRows"] for b in steady)

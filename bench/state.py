@@ -126,6 +126,9 @@ def main() -> None:
         help="at the end of the largest key count, SIGKILL a TaskManager and time the recovery",
     )
     parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--sluice", action=argparse.BooleanOptionalAction, default=True, help="--no-sluice: peer only"
+    )
     args = parser.parse_args()
     keys = [int(k) for k in args.keys.split(",")]
     work = Path(tempfile.mkdtemp(prefix="sluice-w4-"))
@@ -133,7 +136,7 @@ def main() -> None:
     rows = []
     try:
         backends = args.state_backend.split(",")
-        for i, k in enumerate(keys):
+        for i, k in enumerate(keys if args.sluice else []):
             backend = backends[min(i, len(backends) - 1)]
             rows.append(run_sluice(k, args.seconds, work, backend, args.kill and i == len(keys) - 1))
             base = rows[0]["records_per_s"]
@@ -154,6 +157,9 @@ def main() -> None:
             for k in keys:
                 peers.append(run_w4_structured_streaming(k, args.seconds, work / f"ss-{k}"))
                 p = peers[-1]
+                if p["records_per_s"] is None:
+                    print(f"peer keys {k:,}: {p['note']}", flush=True)
+                    continue
                 print(
                     f"peer keys {k:,}: {p['records_per_s']:,.0f} records/s, "
                     f"batch p50 {p['batch_ms_p50']} ms, "
@@ -168,16 +174,17 @@ def main() -> None:
         "| written per checkpoint p50 | full state | TaskManager peak RSS | peer records/s | Sluice / peer |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    base = rows[0]["records_per_s"]
+    base = rows[0]["records_per_s"] if rows else 0.0
     for i, r in enumerate(rows):
         peer = peers[i]["records_per_s"] if i < len(peers) else None
+        shown = f"{peer:,.0f}" if peer else ("n/a" if i >= len(peers) else peers[i]["note"])
         ratio = f"{r['records_per_s'] / peer:.2f}x" if peer else "n/a"
         print(
             f"| {r['keys']:,} | {r['backend']} | {r['records_per_s']:,.0f} "
             f"| {r['records_per_s'] / base:.2f}x "
             f"| {_pair(r['duration_ms'])} | {_pair(r['sync_ms'])} | {_mib(r['written_p50'])} "
             f"| {_mib(r['state_size'])} | {_mib(r['peak_rss'])} "
-            f"| {'n/a' if peer is None else f'{peer:,.0f}'} "
+            f"| {shown} "
             f"| {ratio} |"
         )
     print(
