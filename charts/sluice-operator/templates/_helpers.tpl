@@ -64,6 +64,12 @@ app.kubernetes.io/name=sluice-operator,app.kubernetes.io/instance={{ .Release.Na
   resources: [networkpolicies]
   verbs: [get, create, update, delete]
 {{- end }}
+{{- if .Values.metrics.jobs.podMonitor.enabled }}
+# A PodMonitor per job (prometheus-operator), deleted with the job.
+- apiGroups: [monitoring.coreos.com]
+  resources: [podmonitors]
+  verbs: [get, create, patch, delete]
+{{- end }}
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
@@ -79,4 +85,13 @@ app.kubernetes.io/name=sluice-operator,app.kubernetes.io/instance={{ .Release.Na
 - apiGroups: [""]
   resources: [pods, services, configmaps, persistentvolumeclaims]
   verbs: [get, list, watch, create, update, patch, delete, deletecollection]
+{{- end -}}
+
+{{/* A map of labels as key=value,... (sorted by key, as range gives them). */}}
+{{- define "sluice-operator.pairs" -}}
+{{- $pairs := list -}}
+{{- range $key, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%s" $key $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
 {{- end -}}

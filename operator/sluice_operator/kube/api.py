@@ -14,6 +14,20 @@ Obj = dict[str, Any]
 _MERGE: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
 
 
+class Refused(Exception):
+    """The API server refused a call with `status` (404: no such resource type, 403: not allowed)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _refused(error: ApiException) -> Exception:
+    if error.status in (403, 404):
+        return Refused(int(error.status), str(error.reason or "") or f"HTTP {error.status}")
+    return error
+
+
 class Kube:
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
@@ -74,6 +88,50 @@ class Kube:
         except ApiException as error:
             if error.status != 404:
                 raise
+
+    # Other operators' resources (prometheus-operator's PodMonitor), by group, version and plural ------
+    # Their CRD may be missing or the operator not allowed to use them: such refusals are Refused, for
+    # the caller to report, rather than errors of the reconcile.
+
+    async def get_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> Obj | None:
+        """None if there is no such object, or no such resource (a create then tells which)."""
+        try:
+            return dict(
+                await self.custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise _refused(error) from None
+
+    async def create_object(self, group: str, version: str, plural: str, body: Obj) -> None:
+        """Create; an object of that name that appeared meanwhile is left for the next look."""
+        namespace = body["metadata"]["namespace"]
+        try:
+            await self.custom.create_namespaced_custom_object(group, version, namespace, plural, body)
+        except ApiException as error:
+            if error.status != 409:
+                raise _refused(error) from None
+
+    async def patch_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str, patch: Obj
+    ) -> None:
+        try:
+            await self.custom.patch_namespaced_custom_object(
+                group, version, namespace, plural, name, patch, **_MERGE
+            )
+        except ApiException as error:
+            raise _refused(error) from None
+
+    async def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
+        """Delete; one that is gone already (or whose resource type is) is fine."""
+        try:
+            await self.custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+        except ApiException as error:
+            if error.status != 404:
+                raise _refused(error) from None
 
     # Pods and what the coordinator needs -------------------------------------------------------------
 

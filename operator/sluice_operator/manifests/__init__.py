@@ -14,6 +14,15 @@ from ._common import (
 from .coordinator import config_map, coordinator_pod, dashboard_url, rest_service
 from .coordinator_args import OPERATOR_SPARK_KEYS, executor_resources, sluice_run_args, spark_conf
 from .network import network_policy, network_policy_name
+from .pod_monitor import (
+    POD_MONITOR_CRD,
+    POD_MONITOR_GROUP,
+    POD_MONITOR_PATH,
+    POD_MONITOR_PLURAL,
+    POD_MONITOR_VERSION,
+    pod_monitor,
+    pod_monitor_name,
+)
 from .rbac import DRIVER_RULES, driver_role, driver_role_binding, driver_service_account
 from .run import (
     Run,
@@ -33,6 +42,11 @@ from .taskmanager import taskmanager_pod_template
 __all__ = [
     "DRIVER_RULES",
     "OPERATOR_SPARK_KEYS",
+    "POD_MONITOR_CRD",
+    "POD_MONITOR_GROUP",
+    "POD_MONITOR_PATH",
+    "POD_MONITOR_PLURAL",
+    "POD_MONITOR_VERSION",
     "REST_TOKEN_KEY",
     "SPARK_SECRET_KEY",
     "Manifest",
@@ -61,6 +75,8 @@ __all__ = [
     "network_policy",
     "network_policy_name",
     "operator_savepoint",
+    "pod_monitor",
+    "pod_monitor_name",
     "rest_service",
     "rest_service_name",
     "savepoint_dir",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice_operator.models import REST_PORT
+from sluice_operator.models import REST_PORT, ScraperConfig
 from sluice_operator.models import constants as c
 
 from ._common import Manifest, Owner, metadata
@@ -22,15 +22,28 @@ def network_policy_name(job: str) -> str:
     return f"{job}-network"
 
 
+def _peer(namespace: str | None, pod_labels: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "podSelector": {"matchLabels": dict(pod_labels)},
+        "namespaceSelector": {"matchLabels": {_NAMESPACE_LABEL: namespace}} if namespace else {},
+    }
+
+
 def network_policy(
-    owner: Owner, operator_namespace: str | None, operator_labels: Mapping[str, str]
+    owner: Owner,
+    operator_namespace: str | None,
+    operator_labels: Mapping[str, str],
+    scraper: ScraperConfig | None = None,
 ) -> Manifest:
-    """`operator_namespace` None: the operator's pods are matched by their labels in any namespace."""
+    """`operator_namespace` None: the operator's pods are matched by their labels in any namespace.
+
+    `scraper`: Prometheus' pods may reach the REST port too (for `GET /metrics`, which asks for the
+    job's token like every other read, so they see nothing more without it).
+    """
     job_pods = {"podSelector": {"matchLabels": {c.LABEL_JOB: owner.name}}}
-    operator: dict[str, Any] = {"podSelector": {"matchLabels": dict(operator_labels)}}
-    operator["namespaceSelector"] = (
-        {"matchLabels": {_NAMESPACE_LABEL: operator_namespace}} if operator_namespace else {}
-    )
+    rest_from = [_peer(operator_namespace, operator_labels)]
+    if scraper is not None:
+        rest_from.append(_peer(scraper.namespace, scraper.pod_labels))
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -46,7 +59,7 @@ def network_policy(
                         {"protocol": "TCP", "port": REST_PORT + 1, "endPort": 65535},
                     ],
                 },
-                {"from": [operator], "ports": [{"protocol": "TCP", "port": REST_PORT}]},
+                {"from": rest_from, "ports": [{"protocol": "TCP", "port": REST_PORT}]},
             ],
         },
     }

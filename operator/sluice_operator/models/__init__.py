@@ -1,7 +1,7 @@
 """Pydantic models of the `StreamJob` and `Savepoint` resources; the CRDs are generated from them."""
 
 from ._base import DURATION_HINT, URI_HINT, duration_ms
-from .config import ConfigError, OperatorConfig
+from .config import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
 from .constants import API_VERSION, GROUP, REST_PORT, VERSION
 from .savepoint import SavepointSpec, SavepointState, SavepointStatus, StopMode
 from .status import (
@@ -46,6 +46,7 @@ __all__ = [
     "LifecycleState",
     "OperatorConfig",
     "PipelineSpec",
+    "PodMonitorConfig",
     "Resources",
     "SavepointInfo",
     "SavepointKind",
@@ -53,6 +54,7 @@ __all__ = [
     "SavepointSpec",
     "SavepointState",
     "SavepointStatus",
+    "ScraperConfig",
     "StateBackend",
     "StopMode",
     "StreamJobSpec",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -18,6 +19,37 @@ ENV_NETWORK_POLICIES = "SLUICE_OPERATOR_NETWORK_POLICIES"
 ENV_POD_NAMESPACE = "SLUICE_OPERATOR_POD_NAMESPACE"
 ENV_POD_LABELS = "SLUICE_OPERATOR_POD_LABELS"
 ENV_SAVEPOINT_PREFIXES = "SLUICE_OPERATOR_ALLOWED_SAVEPOINT_PREFIXES"
+ENV_POD_MONITOR = "SLUICE_OPERATOR_POD_MONITOR"
+ENV_POD_MONITOR_LABELS = "SLUICE_OPERATOR_POD_MONITOR_LABELS"
+ENV_POD_MONITOR_INTERVAL = "SLUICE_OPERATOR_POD_MONITOR_INTERVAL"
+ENV_SCRAPER_NAMESPACE = "SLUICE_OPERATOR_SCRAPER_NAMESPACE"
+ENV_SCRAPER_POD_LABELS = "SLUICE_OPERATOR_SCRAPER_POD_LABELS"
+
+# Prometheus' duration format (what a PodMonitor's `interval` takes): 30s, 1m30s, 500ms.
+_PROMETHEUS_DURATION = re.compile(r"^((\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?|0)$")
+
+
+@dataclass(frozen=True)
+class PodMonitorConfig:
+    """A prometheus-operator PodMonitor per StreamJob (`metrics.jobs.podMonitor` in the chart).
+
+    `labels` go on each PodMonitor (what a Prometheus' `podMonitorSelector` matches); `interval` is its
+    scrape interval, None for Prometheus' own default.
+    """
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    interval: str | None = None
+
+
+@dataclass(frozen=True)
+class ScraperConfig:
+    """Prometheus' pods, which the per-job NetworkPolicies let reach the REST port (`metrics.jobs.scraper`).
+
+    `namespace` None: pods with `pod_labels` in any namespace.
+    """
+
+    pod_labels: Mapping[str, str]
+    namespace: str | None = None
 
 
 class ConfigError(ValueError):
@@ -52,6 +84,9 @@ class OperatorConfig:
     operator_pod_labels: Mapping[str, str] = field(default_factory=dict)
     # Savepoint target directories allowed besides each job's own savepoint and checkpoint directories.
     allowed_savepoint_prefixes: tuple[str, ...] = ()
+    # None: no PodMonitors (the default; the CRD is prometheus-operator's and may not be installed).
+    pod_monitor: PodMonitorConfig | None = None
+    scraper: ScraperConfig | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -68,7 +103,7 @@ class OperatorConfig:
             raise ConfigError(f"{ENV_RECONCILE_INTERVAL}: {error}") from None
         allow = _flag(env, ENV_ALLOW_PRIVILEGED)
         policies = _flag(env, ENV_NETWORK_POLICIES)
-        labels = _labels(env.get(ENV_POD_LABELS, ""))
+        labels = _labels(env.get(ENV_POD_LABELS, ""), ENV_POD_LABELS)
         if policies and not labels:
             raise ConfigError(
                 f"{ENV_NETWORK_POLICIES}=true needs {ENV_POD_LABELS} (k=v,...): the labels of the operator's "
@@ -82,6 +117,15 @@ class OperatorConfig:
                     f"{ENV_SAVEPOINT_PREFIXES}: {prefix!r} is not an absolute path or a URI such as "
                     "s3://bucket/savepoints (write a comma-separated list)"
                 )
+        pod_monitor = _pod_monitor(env)
+        scraper = _scraper(env)
+        if pod_monitor is not None and policies and scraper is None:
+            raise ConfigError(
+                f"{ENV_POD_MONITOR}=true with {ENV_NETWORK_POLICIES}=true needs {ENV_SCRAPER_POD_LABELS} "
+                f"(k=v,...) and, best, {ENV_SCRAPER_NAMESPACE}: the labels and namespace of Prometheus' "
+                "pods, which the per-job NetworkPolicies must let reach the coordinators' REST port "
+                "(chart: metrics.jobs.scraper.podLabels and .namespace)"
+            )
         job_env = {k[len(ENV_JOB_ENV) :]: v for k, v in env.items() if k.startswith(ENV_JOB_ENV) and v}
         return cls(
             storage=storage,
@@ -94,6 +138,8 @@ class OperatorConfig:
             operator_namespace=env.get(ENV_POD_NAMESPACE) or None,
             operator_pod_labels=labels,
             allowed_savepoint_prefixes=prefixes,
+            pod_monitor=pod_monitor,
+            scraper=scraper,
         )
 
 
@@ -104,11 +150,35 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     return value == "true"
 
 
-def _labels(text: str) -> dict[str, str]:
+def _pod_monitor(env: Mapping[str, str]) -> PodMonitorConfig | None:
+    if not _flag(env, ENV_POD_MONITOR):
+        return None
+    interval = env.get(ENV_POD_MONITOR_INTERVAL, "").strip() or None
+    if interval is not None and not _PROMETHEUS_DURATION.match(interval):
+        raise ConfigError(
+            f"{ENV_POD_MONITOR_INTERVAL}={interval!r} is not a Prometheus duration such as 15s, 1m or 1m30s"
+        )
+    return PodMonitorConfig(_labels(env.get(ENV_POD_MONITOR_LABELS, ""), ENV_POD_MONITOR_LABELS), interval)
+
+
+def _scraper(env: Mapping[str, str]) -> ScraperConfig | None:
+    labels = _labels(env.get(ENV_SCRAPER_POD_LABELS, ""), ENV_SCRAPER_POD_LABELS)
+    namespace = env.get(ENV_SCRAPER_NAMESPACE, "").strip() or None
+    if not labels:
+        if namespace is not None:
+            raise ConfigError(
+                f"{ENV_SCRAPER_NAMESPACE} needs {ENV_SCRAPER_POD_LABELS} (k=v,...): the labels of "
+                "Prometheus' pods in that namespace"
+            )
+        return None
+    return ScraperConfig(labels, namespace)
+
+
+def _labels(text: str, name: str) -> dict[str, str]:
     labels = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ConfigError(f"{ENV_POD_LABELS}: {item!r} is not a label key=value")
+            raise ConfigError(f"{name}: {item!r} is not a label key=value")
         labels[key] = value
     return labels

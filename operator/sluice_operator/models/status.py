@@ -25,6 +25,8 @@ class ConditionType(StrEnum):
     READY = "Ready"
     PROGRESSING = "Progressing"
     DEGRADED = "Degraded"
+    # Only with the operator's PodMonitor option: whether the job's PodMonitor exists.
+    MONITORED = "Monitored"
 
 
 class Condition(StatusModel):

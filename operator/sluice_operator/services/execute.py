@@ -44,7 +44,9 @@ async def start_run(deps: Deps, run: m.Run) -> None:
             await kube.create(manifest)
     if run.config.network_policies:
         config = run.config
-        await kube.create(m.network_policy(run.owner, config.operator_namespace, config.operator_pod_labels))
+        await kube.create(
+            m.network_policy(run.owner, config.operator_namespace, config.operator_pod_labels, config.scraper)
+        )
     await kube.create(m.config_map(run))
     await kube.create(m.rest_service(run))
     await kube.create(m.coordinator_pod(run))

@@ -21,6 +21,7 @@ from ._time import millis
 from .auth import rest_token
 from .context import JobContext
 from .execute import execute, savepoint_patch
+from .monitoring import delete_pod_monitor
 from .observe import Deps, job_savepoints, observe_job, savepoint_view
 from .observed import Observed
 from .plan import CreateSavepoint, Event, Plan
@@ -82,6 +83,9 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         owned.append(("NetworkPolicy", m.network_policy_name(owner.name)))
     for kind, name in owned:
         await deps.kube.delete(kind, ns, name)
+    if config.pod_monitor is not None:
+        # Like the Secret: gone now, so that a job recreated at once under the name is not refused it.
+        await delete_pod_monitor(deps.kube, owner)
     return Finalized(True, events)
 
 

@@ -23,6 +23,7 @@ from .conditions import set_condition
 from .context import JobContext
 from .decide import decide
 from .execute import execute
+from .monitoring import ensure_pod_monitor, monitor_condition
 from .observe import Deps, observe_job
 from .old_runs import delete_expired_runs
 from .plan import DeletePods, Event, StartRun
@@ -169,6 +170,8 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
         lifecycle=plan.status.get("lifecycleState"),
         uid=owner.uid,
     )
+    monitor = await ensure_pod_monitor(deps.kube, owner, config.pod_monitor) if config.pod_monitor else None
+    plan.events.extend(monitor_condition(plan.status, monitor, generation=generation, now_ms=now_ms))
     if plan.status.get("error") and plan.status.get("error") != old_status.get("error"):
         plan.events.append(Event("Warning", "Error", str(plan.status["error"])))
     # The status goes first: it records the run about to be started (job id, spec) before the pod exists.

@@ -1,0 +1,126 @@
+"""The job's PodMonitor (with the operator's PodMonitor option): kept in place on every reconcile.
+
+The CRD is prometheus-operator's, not Sluice's: it may be missing, or the operator may lack the rights
+to it. Neither stops the job: the `Monitored` condition says what is wrong, with one Warning event when
+that changes, and the next reconcile looks again (so installing the CRD later is enough).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sluice_operator import manifests as m
+from sluice_operator.kube import Kube, Refused
+from sluice_operator.models import ConditionType, PodMonitorConfig
+
+from .conditions import set_condition
+from .plan import Event
+
+_CHART_VALUE = "metrics.jobs.podMonitor.enabled"
+
+
+@dataclass(frozen=True)
+class MonitorState:
+    ok: bool
+    reason: str
+    message: str
+
+
+async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfig) -> MonitorState:
+    want = m.pod_monitor(owner, config)
+    name = want["metadata"]["name"]
+    api = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
+    try:
+        found = await kube.get_object(*api, owner.namespace, name)
+        if found is None:
+            await kube.create_object(*api, want)
+            return MonitorState(True, "PodMonitorCreated", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
+        owners = [ref.get("uid") for ref in found.get("metadata", {}).get("ownerReferences") or []]
+        if owner.uid not in owners:
+            return MonitorState(
+                False,
+                "PodMonitorConflict",
+                f"PodMonitor {name} exists but does not belong to StreamJob {owner.name}: delete or rename "
+                "it and the operator creates the job's own",
+            )
+        labels = found.get("metadata", {}).get("labels") or {}
+        if not _within(want["spec"], found.get("spec")) or not _within(want["metadata"]["labels"], labels):
+            # A changed option (labels, interval) or an edited PodMonitor: the operator's fields win.
+            patch = {"metadata": {"labels": want["metadata"]["labels"]}, "spec": want["spec"]}
+            await kube.patch_object(*api, owner.namespace, name, patch)
+    except Refused as refused:
+        return _refusal(refused, name)
+    return MonitorState(True, "PodMonitorReady", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
+
+
+async def delete_pod_monitor(kube: Kube, owner: m.Owner) -> None:
+    """With the job: a missing CRD, or rights the operator lacks, leave nothing to delete."""
+    api = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
+    name = m.pod_monitor_name(owner.name)
+    try:
+        found = await kube.get_object(*api, owner.namespace, name)
+        owners = [ref.get("uid") for ref in (found or {}).get("metadata", {}).get("ownerReferences") or []]
+        if owner.uid in owners:  # not someone else's of the same name
+            await kube.delete_object(*api, owner.namespace, name)
+    except Refused:
+        return
+
+
+def _refusal(refused: Refused, name: str) -> MonitorState:
+    if refused.status == 404:
+        return MonitorState(
+            False,
+            "PodMonitorCRDMissing",
+            f"no PodMonitor {name}: the CRD {m.POD_MONITOR_CRD} (prometheus-operator) is not installed. "
+            f"Install prometheus-operator, or turn {_CHART_VALUE} off; the job runs either way",
+        )
+    return MonitorState(
+        False,
+        "PodMonitorForbidden",
+        f"no PodMonitor {name}: the operator may not manage {m.POD_MONITOR_CRD} ({refused}). The chart "
+        f"grants it with {_CHART_VALUE}=true; the job runs either way",
+    )
+
+
+def _within(want: Any, found: Any) -> bool:
+    """`want` is in `found`: fields the API server or others added (defaults, annotations) don't count."""
+    if isinstance(want, dict):
+        return isinstance(found, dict) and all(_within(v, found.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(found, list)
+            and len(want) == len(found)
+            and all(_within(w, f) for w, f in zip(want, found, strict=True))
+        )
+    return bool(want == found)
+
+
+def monitor_condition(
+    status: dict[str, Any], state: MonitorState | None, *, generation: int, now_ms: int
+) -> list[Event]:
+    """Put the `Monitored` condition into `status` (None: the option is off, no condition); its events.
+
+    One event when the condition's reason changes, not on every reconcile: a missing CRD is said once.
+    """
+    conditions = list(status.get("conditions") or [])
+    previous = next((c for c in conditions if c.get("type") == ConditionType.MONITORED.value), None)
+    if state is None:
+        status["conditions"] = [c for c in conditions if c is not previous]
+        return []
+    status["conditions"] = set_condition(
+        conditions,
+        ConditionType.MONITORED,
+        state.ok,
+        state.reason,
+        state.message,
+        generation=generation,
+        now_ms=now_ms,
+    )
+    before = previous.get("reason") if previous else None
+    if state.reason == before or (state.reason == "PodMonitorReady" and before == "PodMonitorCreated"):
+        return []
+    return [Event("Normal" if state.ok else "Warning", state.reason, state.message)]
+
+
+__all__ = ["MonitorState", "delete_pod_monitor", "ensure_pod_monitor", "monitor_condition"]

@@ -1,0 +1,178 @@
+"""The PodMonitor option against a real kube-apiserver: with prometheus-operator's CRD and without it.
+
+The CRD is a minimal stand-in (podmonitor_crd/); it prunes fields it does not know, so what the test
+reads back is what prometheus-operator would see. No pod runs here: the coordinator stays Pending, which
+is enough to see that the PodMonitor selects it and that a job without the CRD goes on as usual.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testkit.kube import KubeEnv
+
+pytestmark = pytest.mark.kube
+
+CRD_DIR = Path(__file__).parent / "podmonitor_crd"
+CRD = "podmonitors.monitoring.coreos.com"
+OPTION = {
+    "SLUICE_OPERATOR_POD_MONITOR": "true",
+    "SLUICE_OPERATOR_POD_MONITOR_LABELS": "release=prometheus",
+    "SLUICE_OPERATOR_POD_MONITOR_INTERVAL": "15s",
+    "SLUICE_OPERATOR_SCRAPER_POD_LABELS": "app.kubernetes.io/name=prometheus",
+    "SLUICE_OPERATOR_SCRAPER_NAMESPACE": "monitoring",
+}
+
+JOB = """\
+apiVersion: sluice.dev/v1alpha1
+kind: StreamJob
+metadata:
+  name: {name}
+spec:
+  image: sluice:dev
+  pipeline:
+    file: examples/unbounded_counts.py
+    args: {{out: "$(SLUICE_STORAGE)/output"}}
+  parallelism: 1
+  taskManagers: {{replicas: 1}}
+"""
+
+
+def _monitored(job: dict[str, Any]) -> dict[str, Any] | None:
+    conditions = job.get("status", {}).get("conditions", [])
+    return next((c for c in conditions if c["type"] == "Monitored"), None)
+
+
+def _reasons(kube_env: KubeEnv, namespace: str, name: str) -> list[str]:
+    items = kube_env.kubectl_json("get", "events", namespace=namespace)["items"]
+    return [e["reason"] for e in items if e["involvedObject"]["name"] == name]
+
+
+def _remove_crd(kube_env: KubeEnv) -> None:
+    kube_env.kubectl("delete", "crd", CRD, "--ignore-not-found", "--wait=true", timeout=120)
+
+
+@pytest.fixture
+def without_crd(kube_env: KubeEnv) -> Iterator[None]:
+    _remove_crd(kube_env)
+    try:
+        yield
+    finally:
+        _remove_crd(kube_env)  # other tests of the session must not find it
+
+
+@pytest.mark.parametrize("operator", [OPTION], indirect=True)
+def test_without_the_crd_the_job_runs_and_says_so_once_then_gets_its_monitor_once_installed(
+    kube_env: KubeEnv, kube_namespace: str, without_crd: None, operator: Any
+) -> None:
+    ns = kube_namespace
+    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="plain"), namespace=ns)
+    job = kube_env.wait_for("streamjob plain", _monitored, namespace=ns, timeout=60)
+    monitored = _monitored(job)
+    assert monitored is not None
+    assert (monitored["status"], monitored["reason"]) == ("False", "PodMonitorCRDMissing")
+    assert CRD in monitored["message"] and "metrics.jobs.podMonitor.enabled" in monitored["message"]
+    # The job goes on as without the option: its coordinator pod is made, nothing is Degraded.
+    pod = kube_env.wait_for("pod plain-coordinator", bool, namespace=ns, timeout=30)
+    assert pod["metadata"]["labels"]["sluice.dev/role"] == "coordinator"
+    job = kube_env.kubectl_json("get", "streamjob", "plain", namespace=ns)
+    assert job["status"]["lifecycleState"] == "Deploying"
+    degraded = next(c for c in job["status"]["conditions"] if c["type"] == "Degraded")
+    assert degraded["status"] == "False" and not job["status"].get("error")
+    time.sleep(4)  # several reconciles at the test operator's 1 s interval
+    assert _reasons(kube_env, ns, "plain").count("PodMonitorCRDMissing") == 1, "said once, not per reconcile"
+    assert "ReconcileError" not in _reasons(kube_env, ns, "plain")
+
+    # Installing prometheus-operator's CRD later is enough: no restart of the operator or the job.
+    kube_env.apply_crds(CRD_DIR)
+    monitor = kube_env.wait_for("podmonitor plain-coordinator", bool, namespace=ns, timeout=30)
+    assert monitor["spec"]["selector"]["matchLabels"] == {
+        "sluice.dev/job": "plain",
+        "sluice.dev/role": "coordinator",
+    }
+    job = kube_env.wait_for(
+        "streamjob plain", lambda o: (_monitored(o) or {}).get("status") == "True", namespace=ns, timeout=30
+    )
+    assert (
+        pod["metadata"]["uid"]
+        == kube_env.kubectl_json("get", "pod", "plain-coordinator", namespace=ns)["metadata"]["uid"]
+    ), "the running coordinator was left alone"
+    assert "PodMonitorCreated" in _reasons(kube_env, ns, "plain")
+
+
+@pytest.fixture
+def with_crd(kube_env: KubeEnv) -> Iterator[None]:
+    kube_env.apply_crds(CRD_DIR)
+    try:
+        yield
+    finally:
+        _remove_crd(kube_env)
+
+
+@pytest.mark.parametrize("operator", [OPTION], indirect=True)
+def test_each_job_gets_a_pod_monitor_that_scrapes_its_coordinator_with_its_token(
+    kube_env: KubeEnv, kube_namespace: str, with_crd: None, operator: Any
+) -> None:
+    ns = kube_namespace
+    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="counts"), namespace=ns)
+    monitor = kube_env.wait_for("podmonitor counts-coordinator", bool, namespace=ns, timeout=60)
+    job = kube_env.kubectl_json("get", "streamjob", "counts", namespace=ns)
+    (ref,) = monitor["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+        "StreamJob",
+        "counts",
+        job["metadata"]["uid"],
+        True,
+    )
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint == {
+        "port": "rest",
+        "path": "/metrics",
+        "interval": "15s",
+        "authorization": {"type": "Bearer", "credentials": {"name": "counts-auth", "key": "rest-token"}},
+    }
+    # What it names exists: the coordinator pod it selects, with that port, and the job's token.
+    pod = kube_env.wait_for("pod counts-coordinator", bool, namespace=ns, timeout=30)
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
+    assert ports["rest"] == 8081
+    secret = kube_env.kubectl_json("get", "secret", "counts-auth", namespace=ns)
+    token = base64.b64decode(secret["data"]["rest-token"]).decode()
+    assert "--rest-auth" in pod["spec"]["containers"][0]["args"] and len(token) >= 32
+    # Prometheus' pods may reach the REST port through the job's NetworkPolicy.
+    policy = kube_env.kubectl_json("get", "networkpolicy", "counts-network", namespace=ns)
+    rest_rule = policy["spec"]["ingress"][1]
+    assert {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+    } in rest_rule["from"]
+    job = kube_env.wait_for(
+        "streamjob counts", lambda o: (_monitored(o) or {}).get("status") == "True", namespace=ns, timeout=30
+    )
+
+    # Someone edits it: the operator puts its fields back.
+    kube_env.kubectl(
+        "patch", "podmonitor", "counts-coordinator", "--type=json",
+        "-p", '[{"op": "replace", "path": "/spec/podMetricsEndpoints/0/path", "value": "/other"}]',
+        namespace=ns,
+    )  # fmt: skip
+    kube_env.wait_for(
+        "podmonitor counts-coordinator",
+        lambda o: o["spec"]["podMetricsEndpoints"][0]["path"] == "/metrics",
+        namespace=ns,
+        timeout=30,
+    )
+
+    # It goes with the job (the finalizer deletes it; no garbage collector needed).
+    kube_env.kubectl("delete", "streamjob", "counts", "--wait=false", namespace=ns)
+    kube_env.wait_for(
+        "podmonitors", lambda o: not any(i["metadata"]["name"] == "counts-coordinator" for i in o["items"]),
+        namespace=ns, timeout=60,
+    )  # fmt: skip

@@ -1,0 +1,147 @@
+"""The PodMonitor option: its configuration, the per-job manifest, the NetworkPolicy and the condition."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice_operator import manifests as m
+from sluice_operator.models import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
+from sluice_operator.services.monitoring import MonitorState, monitor_condition
+
+from ._fixtures import OWNER, run
+
+
+def test_the_pod_monitor_scrapes_the_coordinators_metrics_with_the_jobs_token() -> None:
+    monitor = m.pod_monitor(OWNER, PodMonitorConfig(labels={"release": "prometheus"}, interval="15s"))
+    assert (monitor["apiVersion"], monitor["kind"]) == ("monitoring.coreos.com/v1", "PodMonitor")
+    meta = monitor["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("counts-coordinator", "jobs")
+    (ref,) = meta["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["uid"]) == ("StreamJob", "counts", OWNER.uid)
+    assert ref["controller"] is True
+    assert meta["labels"]["release"] == "prometheus"  # what a Prometheus' podMonitorSelector matches
+    assert meta["labels"]["sluice.dev/job"] == "counts"
+    spec = monitor["spec"]
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert endpoint == {
+        "port": "rest",
+        "path": "/metrics",
+        "interval": "15s",
+        "authorization": {"type": "Bearer", "credentials": {"name": "counts-auth", "key": "rest-token"}},
+    }
+    # Exactly the coordinator pod of this job: the labels every run's coordinator pod carries.
+    selector = spec["selector"]["matchLabels"]
+    pod = m.coordinator_pod(run())
+    assert selector == {"sluice.dev/job": "counts", "sluice.dev/role": "coordinator"}
+    assert selector.items() <= pod["metadata"]["labels"].items()
+    rest = next(p for p in pod["spec"]["containers"][0]["ports"] if p["name"] == endpoint["port"])
+    assert rest["containerPort"] == 8081
+    secret = m.job_secret(OWNER, "t", "s")
+    assert secret["metadata"]["name"] == "counts-auth" and "rest-token" in secret["stringData"]
+    assert "namespaceSelector" not in spec, "a PodMonitor's default is its own namespace: the job's"
+
+
+def test_without_an_interval_prometheus_decides_and_labels_cannot_hide_the_jobs() -> None:
+    monitor = m.pod_monitor(OWNER, PodMonitorConfig(labels={"sluice.dev/job": "other"}))
+    assert "interval" not in monitor["spec"]["podMetricsEndpoints"][0]
+    assert monitor["metadata"]["labels"]["sluice.dev/job"] == "counts"
+
+
+def test_the_option_from_the_environment() -> None:
+    config = OperatorConfig.from_env(
+        {
+            "SLUICE_OPERATOR_POD_MONITOR": "true",
+            "SLUICE_OPERATOR_POD_MONITOR_LABELS": "release=prometheus,team=data",
+            "SLUICE_OPERATOR_POD_MONITOR_INTERVAL": "1m30s",
+        }
+    )
+    assert config.pod_monitor == PodMonitorConfig({"release": "prometheus", "team": "data"}, "1m30s")
+    assert OperatorConfig.from_env({}).pod_monitor is None, "off unless asked for"
+    assert OperatorConfig.from_env({"SLUICE_OPERATOR_POD_MONITOR": "false"}).pod_monitor is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"SLUICE_OPERATOR_POD_MONITOR": "yes"},
+            "SLUICE_OPERATOR_POD_MONITOR='yes': write true or false",
+        ),
+        (
+            {"SLUICE_OPERATOR_POD_MONITOR": "true", "SLUICE_OPERATOR_POD_MONITOR_INTERVAL": "30 seconds"},
+            "is not a Prometheus duration such as 15s",
+        ),
+        (
+            {"SLUICE_OPERATOR_POD_MONITOR": "true", "SLUICE_OPERATOR_POD_MONITOR_LABELS": "release"},
+            "SLUICE_OPERATOR_POD_MONITOR_LABELS: 'release' is not a label key=value",
+        ),
+        (
+            {
+                "SLUICE_OPERATOR_POD_MONITOR": "true",
+                "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
+                "SLUICE_OPERATOR_POD_LABELS": "app=op",
+            },
+            "needs SLUICE_OPERATOR_SCRAPER_POD_LABELS",
+        ),
+        ({"SLUICE_OPERATOR_SCRAPER_NAMESPACE": "monitoring"}, "needs SLUICE_OPERATOR_SCRAPER_POD_LABELS"),
+    ],
+)
+def test_a_bad_option_is_explained(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        OperatorConfig.from_env(env)
+
+
+def test_prometheus_pods_may_reach_the_rest_port_through_the_network_policy() -> None:
+    config = OperatorConfig.from_env(
+        {
+            "SLUICE_OPERATOR_POD_MONITOR": "true",
+            "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
+            "SLUICE_OPERATOR_POD_LABELS": "app=op",
+            "SLUICE_OPERATOR_SCRAPER_POD_LABELS": "app.kubernetes.io/name=prometheus",
+            "SLUICE_OPERATOR_SCRAPER_NAMESPACE": "monitoring",
+        }
+    )
+    assert config.scraper == ScraperConfig({"app.kubernetes.io/name": "prometheus"}, "monitoring")
+    policy = m.network_policy(OWNER, "sluice-system", {"app": "op"}, config.scraper)
+    own, rest = policy["spec"]["ingress"]
+    assert rest["ports"] == [{"protocol": "TCP", "port": 8081}]
+    assert rest["from"][1] == {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+    }
+    assert [(p["port"], p["endPort"]) for p in own["ports"]] == [(1, 8080), (8082, 65535)]
+    unscraped = m.network_policy(OWNER, "sluice-system", {"app": "op"})
+    assert len(unscraped["spec"]["ingress"][1]["from"]) == 1, "only the operator without the option"
+
+
+_MISSING = MonitorState(False, "PodMonitorCRDMissing", "the CRD podmonitors.monitoring.coreos.com ...")
+_CREATED = MonitorState(True, "PodMonitorCreated", "PodMonitor counts-coordinator scrapes /metrics")
+_READY = MonitorState(True, "PodMonitorReady", "PodMonitor counts-coordinator scrapes /metrics")
+
+
+def _monitored(status: dict[str, list[dict[str, str]]]) -> dict[str, str]:
+    return next(c for c in status["conditions"] if c["type"] == "Monitored")
+
+
+def test_a_missing_crd_is_reported_once_and_recovery_once() -> None:
+    ready = {"type": "Ready", "status": "True", "reason": "Running"}
+    status: dict[str, list[dict[str, str]]] = {"conditions": [ready]}
+    events = monitor_condition(status, _MISSING, generation=1, now_ms=1_000)
+    assert [(e.type, e.reason) for e in events] == [("Warning", "PodMonitorCRDMissing")]
+    condition = _monitored(status)
+    assert (condition["status"], condition["reason"]) == ("False", "PodMonitorCRDMissing")
+    assert ready in status["conditions"], "the job's own conditions stay"
+    for now in (2_000, 3_000):  # later reconciles: the condition stays, nothing more is posted
+        assert monitor_condition(status, _MISSING, generation=1, now_ms=now) == []
+    assert _monitored(status)["lastTransitionTime"] == "1970-01-01T00:00:01Z"
+    events = monitor_condition(status, _CREATED, generation=1, now_ms=4_000)
+    assert [(e.type, e.reason) for e in events] == [("Normal", "PodMonitorCreated")]
+    assert monitor_condition(status, _READY, generation=1, now_ms=5_000) == []
+    assert _monitored(status)["status"] == "True"
+
+
+def test_with_the_option_off_there_is_no_monitored_condition() -> None:
+    status: dict[str, list[dict[str, str]]] = {"conditions": []}
+    monitor_condition(status, _READY, generation=1, now_ms=1_000)
+    assert monitor_condition(status, None, generation=1, now_ms=2_000) == []
+    assert status["conditions"] == []
