@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -15,7 +16,7 @@ _MERGE: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
 
 
 class Refused(Exception):
-    """The API server refused a call with `status` (404: no such resource type, 403: not allowed)."""
+    """The API server refused a call: `status` 404 (no such resource type), 403 (not allowed) or 422."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -23,9 +24,14 @@ class Refused(Exception):
 
 
 def _refused(error: ApiException) -> Exception:
-    if error.status in (403, 404):
-        return Refused(int(error.status), str(error.reason or "") or f"HTTP {error.status}")
-    return error
+    """403, 404 and 422 (an object another operator's CRD rejects) as Refused with the server's message."""
+    if error.status not in (403, 404, 422):
+        return error
+    try:
+        message = str(json.loads(error.body or "{}").get("message") or "")
+    except (ValueError, AttributeError):
+        message = ""
+    return Refused(int(error.status), message[:500] or str(error.reason or "") or f"HTTP {error.status}")
 
 
 class Kube:

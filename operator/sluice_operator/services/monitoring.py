@@ -1,8 +1,9 @@
 """The job's PodMonitor (with the operator's PodMonitor option): kept in place on every reconcile.
 
-The CRD is prometheus-operator's, not Sluice's: it may be missing, or the operator may lack the rights
-to it. Neither stops the job: the `Monitored` condition says what is wrong, with one Warning event when
-that changes, and the next reconcile looks again (so installing the CRD later is enough).
+The CRD is prometheus-operator's, not Sluice's: it may be missing, of another version, or the operator
+may lack the rights to it. None of that stops the job: the `Monitored` condition says what is wrong,
+with one Warning event when that changes, and the next reconcile looks again (so installing the CRD
+later is enough).
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ def _refusal(refused: Refused, name: str) -> MonitorState:
             "PodMonitorCRDMissing",
             f"no PodMonitor {name}: the CRD {m.POD_MONITOR_CRD} (prometheus-operator) is not installed. "
             f"Install prometheus-operator, or turn {_CHART_VALUE} off; the job runs either way",
+        )
+    if refused.status == 422:
+        return MonitorState(
+            False,
+            "PodMonitorInvalid",
+            f"PodMonitor {name} was refused by the API server: {refused}. The installed PodMonitor CRD may "
+            f"be older than the operator expects; turn {_CHART_VALUE} off or upgrade prometheus-operator; "
+            "the job runs either way",
         )
     return MonitorState(
         False,
