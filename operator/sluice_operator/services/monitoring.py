@@ -2,12 +2,13 @@
 
 The CRD is prometheus-operator's, not Sluice's: it may be missing, of another version, or the operator
 may lack the rights to it. None of that stops the job: the `Monitored` condition says what is wrong,
-with one Warning event when that changes, and the next reconcile looks again (so installing the CRD
-later is enough).
+with one Warning event when that changes, and a reconcile at most CRD_RECHECK_S later looks again (so
+installing the CRD later is enough).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,23 @@ from .conditions import set_condition
 from .plan import Event
 
 _CHART_VALUE = "metrics.jobs.podMonitor.enabled"
+# How long a missing CRD is taken as missing before the API server is asked again. The CRD is
+# cluster-wide: without this, every job would try (and fail) a GET and a create on every reconcile.
+CRD_RECHECK_S = 30.0
+
+
+class _CrdAbsence:
+    def __init__(self) -> None:
+        self.until = 0.0
+
+    def known(self) -> bool:
+        return time.monotonic() < self.until
+
+    def seen(self) -> None:
+        self.until = time.monotonic() + CRD_RECHECK_S
+
+
+_ABSENT = _CrdAbsence()
 
 
 @dataclass(frozen=True)
@@ -32,6 +50,8 @@ async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfi
     want = m.pod_monitor(owner, config)
     name = want["metadata"]["name"]
     api = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
+    if _ABSENT.known():
+        return _refusal(Refused(404, "not found"), name)
     try:
         found = await kube.get_object(*api, owner.namespace, name)
         if found is None:
@@ -51,6 +71,8 @@ async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfi
             patch = {"metadata": {"labels": want["metadata"]["labels"]}, "spec": want["spec"]}
             await kube.patch_object(*api, owner.namespace, name, patch)
     except Refused as refused:
+        if refused.status == 404:
+            _ABSENT.seen()
         return _refusal(refused, name)
     return MonitorState(True, "PodMonitorReady", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
 

@@ -100,7 +100,8 @@ def test_without_the_crd_the_job_runs_and_says_so_once_then_gets_its_monitor_onc
 
     # Installing prometheus-operator's CRD later is enough: no restart of the operator or the job.
     kube_env.apply_crds(CRD_DIR)
-    monitor = kube_env.wait_for("podmonitor plain-coordinator", bool, namespace=ns, timeout=30)
+    # A missing CRD is looked for again 30 s later (services/monitoring.py: CRD_RECHECK_S).
+    monitor = kube_env.wait_for("podmonitor plain-coordinator", bool, namespace=ns, timeout=60)
     assert monitor["spec"]["selector"]["matchLabels"] == {
         "sluice.dev/job": "plain",
         "sluice.dev/role": "coordinator",
