@@ -264,3 +264,26 @@ def test_keyed_process_needs_a_keyed_process_function() -> None:
         TypeError, match=r"'p': process\(\) on a keyed stream needs a sluice\.KeyedProcessFunction"
     ):
         KeyedProcessOperator("p", lambda r: r, lambda r: r)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keyed_state_of_a_checkpoint_written_before_incremental_snapshots_is_restored(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 1 `_metadata`: the backend's entries by key group under "user", in the subtask's file."""
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path))
+    keys = [f"k{i}" for i in range(20)]
+    old: dict[int, dict[str, Any]] = {}
+    for i, key in enumerate(keys):
+        group = old.setdefault(key_group_for(key, 128), {"user": {"count": {}, "items": {}}})
+        group["user"]["count"][key] = i + 1
+        group["user"]["items"][key] = [f"{key}-old"]
+    op = tracker()
+    out, _ = start(op, restored=RestoredState(keyed=old), state_backend=backend)
+    op.process_batch([(k, "new", None) for k in keys], [5] * len(keys))
+    assert out.records == [(k, i + 2) for i, k in enumerate(keys)]
+    out.clear()
+    op.process_batch([(keys[0], "newer", "event")], [6])
+    op.process_watermark(MAX_WATERMARK)
+    assert out.records[-1][4] == ["k0-old", "new", "newer"]
+    op.close()
