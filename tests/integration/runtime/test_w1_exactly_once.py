@@ -126,9 +126,11 @@ def test_sigkill_taskmanager_keyed_state_gives_exactly_once_output(backend: str,
 
 
 @pytest.mark.s3
-def test_sigkill_taskmanager_with_checkpoints_on_s3(tmp_path: Path, s3_bucket: str) -> None:
+@pytest.mark.parametrize("variant", ["window", "keyed-state-heap"])
+def test_sigkill_taskmanager_with_checkpoints_on_s3(variant: str, tmp_path: Path, s3_bucket: str) -> None:
+    # The keyed state variant writes incremental files under <job>/shared/ on the S3 server.
     _kill_one_taskmanager_and_check(
-        Runner("processes", SluiceJob, run_job), tmp_path, f"{s3_bucket}/checkpoints", None
+        Runner("processes", SluiceJob, run_job), tmp_path, f"{s3_bucket}/checkpoints", None, VARIANTS[variant]
     )
 
 
