@@ -46,19 +46,29 @@ class MonitorState:
     message: str
 
 
+_API = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
+
+
+def _owners(found: dict[str, Any] | None) -> list[str]:
+    return [ref.get("uid") for ref in (found or {}).get("metadata", {}).get("ownerReferences") or []]
+
+
 async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfig) -> MonitorState:
     want = m.pod_monitor(owner, config)
     name = want["metadata"]["name"]
-    api = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
     if _ABSENT.known():
         return _refusal(Refused(404, "not found"), name)
     try:
-        found = await kube.get_object(*api, owner.namespace, name)
+        found = await kube.get_object(*_API, owner.namespace, name)
         if found is None:
-            await kube.create_object(*api, want)
+            try:
+                await kube.create_object(*_API, want)
+            except Refused as refused:
+                if refused.status == 404:  # a create finds no such object only if the type is missing
+                    _ABSENT.seen()
+                raise
             return MonitorState(True, "PodMonitorCreated", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
-        owners = [ref.get("uid") for ref in found.get("metadata", {}).get("ownerReferences") or []]
-        if owner.uid not in owners:
+        if owner.uid not in _owners(found):
             return MonitorState(
                 False,
                 "PodMonitorConflict",
@@ -69,23 +79,18 @@ async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfi
         if not _within(want["spec"], found.get("spec")) or not _within(want["metadata"]["labels"], labels):
             # A changed option (labels, interval) or an edited PodMonitor: the operator's fields win.
             patch = {"metadata": {"labels": want["metadata"]["labels"]}, "spec": want["spec"]}
-            await kube.patch_object(*api, owner.namespace, name, patch)
+            await kube.patch_object(*_API, owner.namespace, name, patch)
     except Refused as refused:
-        if refused.status == 404:
-            _ABSENT.seen()
         return _refusal(refused, name)
     return MonitorState(True, "PodMonitorReady", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
 
 
 async def delete_pod_monitor(kube: Kube, owner: m.Owner) -> None:
     """With the job: a missing CRD, or rights the operator lacks, leave nothing to delete."""
-    api = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
     name = m.pod_monitor_name(owner.name)
     try:
-        found = await kube.get_object(*api, owner.namespace, name)
-        owners = [ref.get("uid") for ref in (found or {}).get("metadata", {}).get("ownerReferences") or []]
-        if owner.uid in owners:  # not someone else's of the same name
-            await kube.delete_object(*api, owner.namespace, name)
+        if owner.uid in _owners(await kube.get_object(*_API, owner.namespace, name)):
+            await kube.delete_object(*_API, owner.namespace, name)  # not someone else's of the name
     except Refused:
         return
 
