@@ -37,6 +37,7 @@ _COMMIT_EVERY = 20_000
 _MAP_SIZE = 1 << 40  # address space only: the file grows with the data
 _MAX_KEY = 500
 _dumps, _loads = pickle.dumps, pickle.loads
+_NO_KEY: Any = object()
 
 
 def encode_key(key: Any) -> bytes:
@@ -196,6 +197,8 @@ class DiskKeyedStateBackend:
     def __init__(self, max_parallelism: int, owner: str) -> None:
         self.max_parallelism = max_parallelism
         self.current_key: Any = None
+        self._encoded_key: Any = _NO_KEY
+        self._encoded = b""
         self._owner = owner
         self._store: _Store | None = None  # opened with the first declared state
         self._tables: dict[str, _Table] = {}
@@ -222,6 +225,14 @@ class DiskKeyedStateBackend:
 
     def has_state(self) -> bool:
         return bool(self._tables)
+
+    def encoded_key(self) -> bytes:
+        """The current key, encoded once per key rather than once per state access."""
+        key = self.current_key
+        if key is not self._encoded_key:
+            self._encoded = encode_key(key)
+            self._encoded_key = key
+        return self._encoded
 
     def begin_snapshot(self) -> DiskSnapshot:
         store = self._store
@@ -267,11 +278,17 @@ class DiskValueState(Generic[T]):
 
     def value(self) -> T | None:
         table = self._table
-        raw = table.store.txn.get(encode_key(self._backend.current_key), db=table.db)
+        raw = table.store.txn.get(self._backend.encoded_key(), db=table.db)
         return self._default if raw is None else _loads(raw)
 
     def update(self, value: T) -> None:
-        self._table.put(self._backend.current_key, value)
+        table, backend = self._table, self._backend
+        store = table.store
+        store.txn.put(backend.encoded_key(), _dumps(value, 5), db=table.db)
+        table.dirty.add(backend.current_key)
+        store.pending += 1
+        if store.pending >= _COMMIT_EVERY:
+            store.commit()
 
     def clear(self) -> None:
         self._table.remove(self._backend.current_key)
