@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any, cast
+
 import pytest
 
 from sluice_operator import manifests as m
+from sluice_operator.kube import Kube, Refused
 from sluice_operator.models import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
-from sluice_operator.services.monitoring import MonitorState, monitor_condition
+from sluice_operator.services.monitoring import MonitorState, ensure_pod_monitor, monitor_condition
 
 from ._fixtures import OWNER, run
 
@@ -145,3 +149,29 @@ def test_with_the_option_off_there_is_no_monitored_condition() -> None:
     monitor_condition(status, _READY, generation=1, now_ms=1_000)
     assert monitor_condition(status, None, generation=1, now_ms=2_000) == []
     assert status["conditions"] == []
+
+
+class _Refusing:
+    """A Kube whose PodMonitor calls are refused: rights and CRD versions this test cannot provoke."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.refusal = Refused(status, message)
+
+    async def get_object(self, *_: Any) -> None:
+        raise self.refusal
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "words"),
+    [
+        (403, "PodMonitorForbidden", ["may not manage podmonitors.monitoring.coreos.com", "forbidden here"]),
+        (422, "PodMonitorInvalid", ["refused by the API server: spec.x: Invalid value", "upgrade"]),
+    ],
+)
+def test_refused_calls_become_a_condition_not_an_error(status: int, reason: str, words: list[str]) -> None:
+    kube = _Refusing(status, "forbidden here" if status == 403 else "spec.x: Invalid value")
+    state = asyncio.run(ensure_pod_monitor(cast(Kube, kube), OWNER, PodMonitorConfig()))
+    assert (state.ok, state.reason) == (False, reason)
+    for word in words:
+        assert word in state.message
+    assert "metrics.jobs.podMonitor.enabled" in state.message and "the job runs either way" in state.message
