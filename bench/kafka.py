@@ -44,7 +44,6 @@ from testkit.kafka import KafkaBroker, kafka_libs  # noqa: E402
 
 W5 = REPO / "bench" / "_kafka_w5.py"
 PARTITIONS = 3
-FILL_CHUNK = 50_000
 ENGINES = {
     "eo": "Sluice, exactly-once",
     "alo": "Sluice, at-least-once",
@@ -71,11 +70,8 @@ def new_topic(broker: KafkaBroker, prefix: str, partitions: int) -> str:
 def fill_input(broker: KafkaBroker, n: int) -> str:
     """Event i goes to partition i % 3: every partition is in event-time order, all three advance together."""
     topic = new_topic(broker, "in", PARTITIONS)
-    # In chunks: testkit's produce() does not wait when librdkafka's queue (100,000 records) is full.
     for p in range(PARTITIONS):
-        for start in range(p, n, PARTITIONS * FILL_CHUNK):
-            ids = range(start, min(n, start + PARTITIONS * FILL_CHUNK), PARTITIONS)
-            broker.produce(topic, (event_json(i) for i in ids), partition=p)
+        broker.produce(topic, (event_json(i) for i in range(p, n, PARTITIONS)), partition=p)
     ends = broker.end_offsets(topic)
     if sum(ends.values()) != n:
         raise RuntimeError(f"input topic holds {sum(ends.values())} records, expected {n}: {ends}")
