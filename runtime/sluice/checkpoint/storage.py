@@ -80,6 +80,7 @@ class CheckpointStorage:
 
     def completed_ids(self) -> list[int]:
         fs, path = filesystem(self.job_dir)
+        fs.invalidate_cache(path)
         try:
             entries = fs.ls(path, detail=False)
         except FileNotFoundError:
@@ -145,6 +146,10 @@ def damage(location: str) -> str | None:
         return f"its {METADATA} cannot be read ({type(err).__name__}: {err})"
     fs, path = filesystem(location)
     shared = filesystem(shared_location(location))[1]
+    # TaskManagers wrote these files: a directory listing this process cached (s3fs keeps them) would
+    # call the newest of them missing.
+    fs.invalidate_cache(shared)
+    fs.invalidate_cache(path)
     for operator in metadata.get("operators", []):
         for handle in [*operator.get("subtasks", []), *operator.get("pendingCommits", [])]:
             files = [] if handle.get("path") is None else [(f"{path}/{handle['path']}", handle["size"])]
@@ -192,6 +197,7 @@ def collect_shared(storage: CheckpointStorage, written_before: int) -> int:
         except FileNotFoundError:
             continue  # no _metadata: not a checkpoint, nothing restores it
     fs, path = filesystem(join(storage.job_dir, SHARED_DIR))
+    fs.invalidate_cache(path)  # TaskManagers write here, not this process: list afresh
     try:
         entries = fs.ls(path, detail=False)
     except FileNotFoundError:
