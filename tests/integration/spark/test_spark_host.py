@@ -47,9 +47,13 @@ class StandInCoordinator:
         self.writers.append(writer)
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
             payload = await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)
-            self.registrations.append(decode_message(payload, TO_COORDINATOR))
+            first = decode_message(payload, TO_COORDINATOR)
+            # Each TaskManager opens two connections: the control one starts with its registration,
+            # the other carries only heartbeats (from a thread of its own).
+            if first["type"] == "register":
+                self.registrations.append(first)
             while True:
-                await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)  # heartbeats
+                await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)  # metrics and heartbeats
 
     async def registered(self, count: int, timeout: float = 120) -> list[int]:
         deadline = time.monotonic() + timeout
