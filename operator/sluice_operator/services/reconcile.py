@@ -94,17 +94,6 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     try:
         spec = streamjob_spec(job.get("spec"))
         refuse_escalations(spec, config.allow_privileged_pods)
-    except InvalidSpecError as problem:
-        return await _degraded(
-            deps,
-            owner,
-            old=old_status,
-            status=status,
-            message=str(problem),
-            generation=generation,
-            now_ms=now_ms,
-        )
-    try:
         require_storage(spec, config)
     except InvalidSpecError as problem:
         return await _degraded(
@@ -115,7 +104,7 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
             message=str(problem),
             generation=generation,
             now_ms=now_ms,
-            reason="NoStorage",
+            reason=problem.reason,
         )
     try:
         # Before anything else: a coordinator is only started, and only called, with the job's Secret.
@@ -193,7 +182,7 @@ async def _degraded(
     message: str,
     generation: int,
     now_ms: int,
-    reason: str = "InvalidSpec",
+    reason: str,
 ) -> Outcome:
     new = dict(old)
     new["error"] = message

@@ -17,7 +17,12 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 class InvalidSpecError(ValueError):
-    """The spec cannot be acted on; the message is meant for the user (status, events)."""
+    """The spec cannot be acted on; the message is meant for the user (status, events), `reason` names
+    the Degraded condition's reason."""
+
+    def __init__(self, message: str, reason: str = "InvalidSpec") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def describe(error: ValidationError, prefix: str = "spec") -> str:
@@ -91,7 +96,7 @@ def require_storage(spec: StreamJobSpec, config: OperatorConfig) -> None:
     """InvalidSpecError if the job would have nowhere to keep checkpoints and savepoints."""
     problem = m.missing_storage(spec, config)
     if problem is not None:
-        raise InvalidSpecError(problem)
+        raise InvalidSpecError(problem, reason="NoStorage")
 
 
 def savepoint_spec(raw: Any) -> SavepointSpec:
