@@ -19,33 +19,11 @@ case ${1:-} in
 esac
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/maven-libs.sh
+source "$repo/scripts/lib/maven-libs.sh"
 pom=$repo/hack/kafka/pom.xml
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")
 [[ -n $version ]] || { echo "kafka-jars: no <kafka.version> in $pom" >&2; exit 1; }
 libs=$repo/.cache/kafka/$version/libs
 
-if [[ -f $libs/.complete ]]; then
-    echo "$libs"
-    exit 0
-fi
-if $check_only; then
-    echo "kafka-jars: Kafka $version jars are not in $libs; run scripts/kafka-jars.sh" >&2
-    exit 3
-fi
-command -v mvn >/dev/null || { echo "kafka-jars: mvn not found (scripts/install-system-deps.sh)" >&2; exit 1; }
-
-echo "kafka-jars: fetching Kafka $version from Maven Central into $libs" >&2
-mkdir -p "$repo/.cache"
-staging=$(mktemp -d "$repo/.cache/kafka-staging.XXXXXX")
-trap 'rm -rf "$staging"' EXIT
-mvn --batch-mode --quiet -f "$pom" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$staging/libs" >&2
-ls "$staging/libs"/kafka_2.13-"$version".jar >/dev/null
-touch "$staging/libs/.complete"
-mkdir -p "$(dirname "$libs")"
-# Another run may have finished first (two checkouts' test runs at once): keep its copy, in use maybe.
-if [[ ! -f $libs/.complete ]]; then
-    rm -rf "$libs"
-    mv "$staging/libs" "$libs"
-fi
-echo "$libs"
+fetch_maven_libs kafka-jars "$pom" "$libs" "kafka_2.13-$version.jar" "$check_only"

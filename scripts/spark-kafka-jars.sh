@@ -20,6 +20,8 @@ case ${1:-} in
 esac
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/maven-libs.sh
+source "$repo/scripts/lib/maven-libs.sh"
 pom=$repo/hack/spark-kafka/pom.xml
 version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$pom")
 [[ -n $version ]] || { echo "spark-kafka-jars: no <spark.version> in $pom" >&2; exit 1; }
@@ -31,28 +33,4 @@ if pyspark=$("$python" -c 'import pyspark; print(pyspark.__version__)' 2>/dev/nu
 fi
 libs=$repo/.cache/spark-kafka/$version/libs
 
-if [[ -f $libs/.complete ]]; then
-    echo "$libs"
-    exit 0
-fi
-if $check_only; then
-    echo "spark-kafka-jars: the Spark $version Kafka connector is not in $libs; run scripts/spark-kafka-jars.sh" >&2
-    exit 3
-fi
-command -v mvn >/dev/null || { echo "spark-kafka-jars: mvn not found (scripts/install-system-deps.sh)" >&2; exit 1; }
-
-echo "spark-kafka-jars: fetching spark-sql-kafka-0-10_2.13 $version from Maven Central into $libs" >&2
-mkdir -p "$repo/.cache"
-staging=$(mktemp -d "$repo/.cache/spark-kafka-staging.XXXXXX")
-trap 'rm -rf "$staging"' EXIT
-mvn --batch-mode --quiet -f "$pom" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$staging/libs" >&2
-ls "$staging/libs"/spark-sql-kafka-0-10_2.13-"$version".jar >/dev/null
-touch "$staging/libs/.complete"
-mkdir -p "$(dirname "$libs")"
-# Another run may have finished first: keep its copy, in use maybe.
-if [[ ! -f $libs/.complete ]]; then
-    rm -rf "$libs"
-    mv "$staging/libs" "$libs"
-fi
-echo "$libs"
+fetch_maven_libs spark-kafka-jars "$pom" "$libs" "spark-sql-kafka-0-10_2.13-$version.jar" "$check_only"
