@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import textwrap
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -277,3 +278,25 @@ def process_kubelet(
 ) -> Iterator[ProcessKubelet | None]:
     with _KUBELET.use(lambda: _start_kubelet(kube_env, tmp_path_factory.mktemp("kubelet"))) as kubelet:
         yield kubelet
+
+
+_STREAMJOB = """\
+apiVersion: sluice.dev/v1alpha1
+kind: StreamJob
+metadata:
+  name: {name}
+spec:
+  image: sluice:dev
+  pipeline:
+    file: examples/unbounded_counts.py
+    args: {{out: "$(SLUICE_STORAGE)/output"}}
+  parallelism: {parallelism}
+  taskManagers: {{replicas: {parallelism}}}
+"""
+
+
+def streamjob_manifest(name: str, *, parallelism: int = 2, extra: str = "") -> str:
+    """A StreamJob running examples/unbounded_counts.py into the operator's storage; `extra` is more of
+    its spec (YAML at the spec's indentation, or dedented)."""
+    spec = textwrap.indent(textwrap.dedent(extra), "  ")
+    return _STREAMJOB.format(name=name, parallelism=parallelism) + spec

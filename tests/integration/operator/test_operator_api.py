@@ -6,33 +6,18 @@ What needs a running coordinator (real jobs, savepoints completing) is tested en
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 from typing import Any
 
 import pytest
 
-from testkit.kube import KubeCommandError, KubeEnv
+from testkit.kube import KubeCommandError, KubeEnv, streamjob_manifest
 
 pytestmark = pytest.mark.kube
 
-JOB = """\
-apiVersion: sluice.dev/v1alpha1
-kind: StreamJob
-metadata:
-  name: {name}
-spec:
-  image: sluice:dev
-  pipeline:
-    file: examples/unbounded_counts.py
-    args: {{out: "$(SLUICE_STORAGE)/output"}}
-  parallelism: 2
-  taskManagers: {{replicas: 2}}
-"""
-
 
 def _job(name: str, extra: str = "") -> str:
-    return JOB.format(name=name) + textwrap.indent(textwrap.dedent(extra), "  ")
+    return streamjob_manifest(name, extra=extra)
 
 
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:

@@ -14,22 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from testkit.kube import KubeEnv
+from testkit.kube import KubeEnv, streamjob_manifest
 
 pytestmark = pytest.mark.kube
-
-JOB = """\
-apiVersion: sluice.dev/v1alpha1
-kind: StreamJob
-metadata:
-  name: {name}
-spec:
-  image: sluice:dev
-  pipeline:
-    file: examples/unbounded_counts.py
-  parallelism: 2
-  taskManagers: {{replicas: 2}}
-"""
 
 
 def _reconciles(operator: Any) -> float:
@@ -46,7 +33,7 @@ def test_a_job_in_a_restricted_namespace_gets_its_secret_policy_and_admitted_pod
     kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
     _restricted(kube_env, kube_namespace)
-    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="counts"), namespace=kube_namespace)
+    kube_env.kubectl("apply", "-f", "-", input=streamjob_manifest("counts"), namespace=kube_namespace)
     pod = kube_env.wait_for("pod counts-coordinator", bool, namespace=kube_namespace, timeout=60)
     uid = kube_env.kubectl_json("get", "streamjob", "counts", namespace=kube_namespace)["metadata"]["uid"]
 
@@ -90,7 +77,9 @@ def test_an_escalating_pod_template_is_degraded_naming_the_field(
         "  coordinator:\n    podTemplate:\n      spec:\n"
         "        volumes: [{name: node, hostPath: {path: /}}]\n"
     )
-    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="escalates") + extra, namespace=kube_namespace)
+    kube_env.kubectl(
+        "apply", "-f", "-", input=streamjob_manifest("escalates", extra=extra), namespace=kube_namespace
+    )
     job = kube_env.wait_for(
         "streamjob escalates",
         lambda o: any(c["type"] == "Degraded" for c in o.get("status", {}).get("conditions", [])),

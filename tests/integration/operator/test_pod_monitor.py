@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from testkit.kube import KubeEnv
+from testkit.kube import KubeEnv, streamjob_manifest
 
 pytestmark = pytest.mark.kube
 
@@ -28,20 +28,6 @@ OPTION = {
     "SLUICE_OPERATOR_SCRAPER_POD_LABELS": "app.kubernetes.io/name=prometheus",
     "SLUICE_OPERATOR_SCRAPER_NAMESPACE": "monitoring",
 }
-
-JOB = """\
-apiVersion: sluice.dev/v1alpha1
-kind: StreamJob
-metadata:
-  name: {name}
-spec:
-  image: sluice:dev
-  pipeline:
-    file: examples/unbounded_counts.py
-    args: {{out: "$(SLUICE_STORAGE)/output"}}
-  parallelism: 1
-  taskManagers: {{replicas: 1}}
-"""
 
 
 def _monitored(job: dict[str, Any]) -> dict[str, Any] | None:
@@ -80,7 +66,7 @@ def test_without_the_crd_the_job_runs_and_says_so_once_then_gets_its_monitor_onc
     kube_env: KubeEnv, kube_namespace: str, without_crd: None, operator: Any
 ) -> None:
     ns = kube_namespace
-    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="plain"), namespace=ns)
+    kube_env.kubectl("apply", "-f", "-", input=streamjob_manifest("plain", parallelism=1), namespace=ns)
     job = kube_env.wait_for("streamjob plain", _monitored, namespace=ns, timeout=60)
     monitored = _monitored(job)
     assert monitored is not None
@@ -130,7 +116,7 @@ def test_each_job_gets_a_pod_monitor_that_scrapes_its_coordinator_with_its_token
     kube_env: KubeEnv, kube_namespace: str, with_crd: None, operator: Any
 ) -> None:
     ns = kube_namespace
-    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="counts"), namespace=ns)
+    kube_env.kubectl("apply", "-f", "-", input=streamjob_manifest("counts", parallelism=1), namespace=ns)
     monitor = kube_env.wait_for("podmonitor counts-coordinator", bool, namespace=ns, timeout=60)
     job = kube_env.kubectl_json("get", "streamjob", "counts", namespace=ns)
     (ref,) = monitor["metadata"]["ownerReferences"]
@@ -202,7 +188,7 @@ spec:
   podMetricsEndpoints: [{port: web, path: /stats}]
 """
     kube_env.kubectl("apply", "-f", "-", input=theirs, namespace=ns)
-    kube_env.kubectl("apply", "-f", "-", input=JOB.format(name="mine"), namespace=ns)
+    kube_env.kubectl("apply", "-f", "-", input=streamjob_manifest("mine", parallelism=1), namespace=ns)
     job = kube_env.wait_for("streamjob mine", _monitored, namespace=ns, timeout=60)
     monitored = _monitored(job)
     assert monitored is not None
