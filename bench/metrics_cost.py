@@ -17,48 +17,16 @@ metrics to measure them alone: HEAD differs from the baseline in everything comm
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from _harness import REPO, BenchJob, environment_note
+from _harness import environment_note
+from _w1_trees import git, parent_of_commit_adding, run_w1, worktrees
 
-W1 = REPO / "examples" / "w1_window_counts.py"
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def _default_baseline() -> str:
-    added = _git(
-        "log", "--diff-filter=A", "--format=%H", "--", "runtime/sluice/engine/_task_metrics.py"
-    ).split()
-    if not added:
-        raise SystemExit("no commit adds runtime/sluice/engine/_task_metrics.py: give --baseline REF")
-    return f"{added[-1]}^"
-
-
-def _run(n: int, work: Path, variant: str, tree: Path) -> dict[str, Any]:
-    run = work / f"{variant.replace(' ', '')}-{time.monotonic_ns()}"
-    out, chk = run / "out", run / "chk"
-    options = [
-        *("--arg", f"n={n}", "--arg", f"out={out}", "--parallelism", "2", "--host", "processes"),
-        *("--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w1"),
-    ]
-    job = BenchJob(
-        tree / "examples" / "w1_window_counts.py", *options, env={"PYTHONPATH": str(tree / "runtime")}
-    )
-    job.wait_ready()
-    started_ms = job.get("/v1/job")["startTime"]
-    job.wait(1200)
-    ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
-    return {"events_per_s": n / ((ended_ms - started_ms) / 1000), "cpu_s": sum(job.cpu.values())}
+_TASK_METRICS = "runtime/sluice/engine/_task_metrics.py"
 
 
 def main() -> None:
@@ -69,25 +37,19 @@ def main() -> None:
     parser.add_argument("--candidate", default="HEAD", help="git ref with them")
     args = parser.parse_args()
     commits = {
-        "before": _git("rev-parse", "--short", args.baseline or _default_baseline()),
-        "with metrics": _git("rev-parse", "--short", args.candidate),
+        "before": git("rev-parse", "--short", args.baseline or parent_of_commit_adding(_TASK_METRICS)),
+        "with metrics": git("rev-parse", "--short", args.candidate),
     }
     work = Path(tempfile.mkdtemp(prefix="sluice-metrics-"))
-    trees = {variant: work / variant.replace(" ", "-") for variant in commits}
-    for variant, commit in commits.items():
-        subprocess.run(
-            ["git", "worktree", "add", "-q", "--detach", str(trees[variant]), commit], cwd=REPO, check=True
-        )
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in commits}
     print(f"# W1 before and with subtask metrics, n = {args.n:,} ({environment_note()})\n")
     try:
-        order = list(commits)
-        for r in range(args.repeat):
-            for variant in order if r % 2 == 0 else order[::-1]:
-                runs[variant].append(_run(args.n, work, variant, trees[variant]))
+        with worktrees(commits, work) as trees:
+            order = list(commits)
+            for r in range(args.repeat):
+                for variant in order if r % 2 == 0 else order[::-1]:
+                    runs[variant].append(run_w1(args.n, work, variant, trees[variant]))
     finally:
-        for tree in trees.values():
-            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
         shutil.rmtree(work, ignore_errors=True)
     base = statistics.median(r["events_per_s"] for r in runs["before"])
     print("| variant | commit | events/s (median) | vs before | TaskManager CPU s (median) |")

@@ -18,55 +18,27 @@ committed since REF, not only in the transport; the table says which commit it r
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _harness import REPO, BenchJob, environment_note
+from _harness import environment_note
+from _w1_trees import git, parent_of_commit_adding, run_w1, worktrees
 
-W1 = REPO / "examples" / "w1_window_counts.py"
+_TRANSPORT = "runtime/sluice/transport/handshake.py"
 VARIANTS = ("without", "authenticated", "authenticated + TLS")
 #: Authenticated connections of a W1 run on two TaskManagers: each TaskManager's control and heartbeat
 #: connections to the coordinator, and one remote data channel each way.
 _W1_CONNECTIONS = 6
 
 
-def _default_baseline() -> str:
-    added = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%H", "--", "runtime/sluice/transport/handshake.py"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    if not added:
-        raise SystemExit("no commit adds runtime/sluice/transport/handshake.py: give --baseline REF")
-    return f"{added[-1]}^"
-
-
 def _run(n: int, work: Path, variant: str, baseline: Path) -> dict[str, Any]:
-    run = work / f"{variant.replace(' ', '')}-{time.monotonic_ns()}"
-    out, chk = run / "out", run / "chk"
-    options = [
-        *("--arg", f"n={n}", "--arg", f"out={out}", "--parallelism", "2", "--host", "processes"),
-        *("--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w1"),
-    ]
-    env = None
     if variant == "without":
-        env = {"PYTHONPATH": str(baseline / "runtime")}
-    elif variant == "authenticated + TLS":
-        options.append("--internal-tls")
-    job = BenchJob(W1, *options, env=env)
-    job.wait_ready()
-    started_ms = job.get("/v1/job")["startTime"]
-    job.wait(1200)
-    ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
-    return {"events_per_s": n / ((ended_ms - started_ms) / 1000), "cpu_s": sum(job.cpu.values())}
+        return run_w1(n, work, variant, baseline)
+    return run_w1(n, work, variant, None, *(["--internal-tls"] if variant == "authenticated + TLS" else []))
 
 
 def handshake_cost(count: int = 2000) -> dict[str, float]:
@@ -113,21 +85,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", default=None, help="git ref of the runtime without authentication")
     args = parser.parse_args()
-    ref = args.baseline or _default_baseline()
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    commit = git("rev-parse", "--short", args.baseline or parent_of_commit_adding(_TRANSPORT))
     work = Path(tempfile.mkdtemp(prefix="sluice-wire-"))
-    baseline = work / "baseline"
-    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(baseline), commit], cwd=REPO, check=True)
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     print(f"# W1 with and without authenticated connections, n = {args.n:,} ({environment_note()})\n")
     try:
-        for r in range(args.repeat):
-            for variant in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
-                runs[variant].append(_run(args.n, work, variant, baseline))
+        with worktrees({"baseline": commit}, work) as trees:
+            for r in range(args.repeat):
+                for variant in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
+                    runs[variant].append(_run(args.n, work, variant, trees["baseline"]))
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=REPO, check=False)
         shutil.rmtree(work, ignore_errors=True)
     base = statistics.median(r["events_per_s"] for r in runs["without"])
     print("| variant | events/s (median) | vs without | TaskManager CPU s (median) |")

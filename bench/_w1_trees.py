@@ -1,0 +1,64 @@
+"""W1 on runtimes of other commits: the pieces `bench/wire.py` and `bench/metrics_cost.py` share.
+
+A variant's runtime comes from a temporary git worktree of its commit (its `runtime/` first on
+PYTHONPATH) or, with no tree, from this checkout. Each run is a fresh `sluice run` of W1 (parallelism 2,
+process host, checkpoints every second); its rate is n over the coordinator's job time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from _harness import REPO, BenchJob
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def parent_of_commit_adding(path: str) -> str:
+    """The commit just before `path` was added: the runtime without what that file brought."""
+    added = git("log", "--diff-filter=A", "--format=%H", "--", path).split()
+    if not added:
+        raise SystemExit(f"no commit adds {path}: give --baseline REF")
+    return f"{added[-1]}^"
+
+
+@contextlib.contextmanager
+def worktrees(commits: dict[str, str], work: Path) -> Iterator[dict[str, Path]]:
+    """A detached worktree of each commit under `work`, removed afterwards."""
+    trees = {name: work / name.replace(" ", "-") for name in commits}
+    try:
+        for name, commit in commits.items():
+            subprocess.run(
+                ["git", "worktree", "add", "-q", "--detach", str(trees[name]), commit], cwd=REPO, check=True
+            )
+        yield trees
+    finally:
+        for tree in trees.values():
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
+
+
+def run_w1(n: int, work: Path, label: str, tree: Path | None, *extra: str) -> dict[str, Any]:
+    """One W1 run on `tree`'s runtime (None: this checkout's); events/s and TaskManager CPU seconds."""
+    run = work / f"{label.replace(' ', '')}-{time.monotonic_ns()}"
+    out, chk = run / "out", run / "chk"
+    options = [
+        *("--arg", f"n={n}", "--arg", f"out={out}", "--parallelism", "2", "--host", "processes"),
+        *("--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w1"),
+        *extra,
+    ]
+    root = tree or REPO
+    env = {"PYTHONPATH": str(tree / "runtime")} if tree is not None else None
+    job = BenchJob(root / "examples" / "w1_window_counts.py", *options, env=env)
+    job.wait_ready()
+    started_ms = job.get("/v1/job")["startTime"]
+    job.wait(1200)
+    ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
+    return {"events_per_s": n / ((ended_ms - started_ms) / 1000), "cpu_s": sum(job.cpu.values())}
