@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _structured_streaming import PeakRssSampler, spark_settings, tree_cpu_seconds
+from _structured_streaming import run_child, spark_settings, tree_cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 JARS_SCRIPT = REPO / "scripts" / "spark-kafka-jars.sh"
@@ -118,16 +118,8 @@ def run_w5_structured_streaming(
         "cores": cores,
         "settings": settings,
     }
-    child = subprocess.Popen(
-        [sys.executable, __file__, json.dumps(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    sampler = PeakRssSampler(child.pid)
-    sampler.start()
-    stdout, stderr = child.communicate()
-    peak = sampler.stop()
-    if child.returncode != 0:
-        raise RuntimeError(f"Structured Streaming run failed (exit {child.returncode}):\n{stderr[-4000:]}")
-    figures: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    figures, sampler = run_child([__file__, json.dumps(job)], "Structured Streaming run")
+    peak = sampler.peak
     return {
         **figures,
         "peak_rss_bytes": peak,

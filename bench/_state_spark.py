@@ -13,13 +13,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _structured_streaming import PeakRssSampler
+from _structured_streaming import run_child
 
 # A fixed number of rows per micro-batch (the `rate-micro-batch` source), about what the query takes in
 # a second, so that it commits its state about every second as Sluice checkpoints: the `rate` source
@@ -96,16 +95,8 @@ def run_w4_structured_streaming(keys: int, seconds: float, workdir: Path, cores:
         "checkpoint": str(workdir / "checkpoint"),
         "settings": spark_settings(cores),
     }
-    child = subprocess.Popen(
-        [sys.executable, __file__, json.dumps(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    sampler = PeakRssSampler(child.pid)
-    sampler.start()
-    stdout, stderr = child.communicate()
-    peak = sampler.stop()
-    if child.returncode != 0:
-        raise RuntimeError(f"Structured Streaming W4 failed (exit {child.returncode}):\n{stderr[-4000:]}")
-    batches = json.loads(stdout.strip().splitlines()[-1])["batches"]
+    result, sampler = run_child([__file__, json.dumps(job)], "Structured Streaming W4")
+    batches, peak = result["batches"], sampler.peak
     if not batches:
         # A result too: the first micro-batch (its keys all new to the state store) did not end in time.
         return {

@@ -176,6 +176,22 @@ class PeakRssSampler(threading.Thread):
         return self.peak
 
 
+def run_child(argv: list[str], what: str) -> tuple[dict[str, Any], PeakRssSampler]:
+    """Runs a peer's child process (`argv` after the interpreter) to its end while sampling its memory;
+    returns the JSON object its last stdout line holds, and the sampler (`peak`, `peak_processes`)."""
+    child = subprocess.Popen(
+        [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    sampler = PeakRssSampler(child.pid)
+    sampler.start()
+    stdout, stderr = child.communicate()
+    sampler.stop()
+    if child.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {child.returncode}):\n{stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    return result, sampler
+
+
 # --- the Spark query (runs in the child process) -------------------------------------------------------
 
 
@@ -325,19 +341,8 @@ def run_w1_structured_streaming(
         write_w1_parquet(min(n, WARMUP_EVENTS), workdir / "warmup" / "input")
 
     job = {"workdir": str(workdir), "cores": cores, "settings": settings, "warmup": warmup}
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--child", json.dumps(job)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    sampler = PeakRssSampler(child.pid)
-    sampler.start()
-    stdout, stderr = child.communicate()
-    peak = sampler.stop()
-    if child.returncode != 0:
-        raise RuntimeError(f"Structured Streaming run failed (exit {child.returncode}):\n{stderr[-4000:]}")
-    figures = json.loads(stdout.strip().splitlines()[-1])
+    figures, sampler = run_child([__file__, "--child", json.dumps(job)], "Structured Streaming run")
+    peak = sampler.peak
 
     expected = expected_windows(n)
     emitted = _read_windows(workdir / "output")
