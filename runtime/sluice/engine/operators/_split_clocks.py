@@ -49,23 +49,43 @@ class SplitClocks:
         due = [c.last_record_ms + self.idleness_ms for c in self._clocks.values() if not c.idle]
         return min(due) if due else None
 
-    def expire(self, now_ms: int) -> None:
-        """Marks idle the splits that brought nothing for the idleness timeout."""
+    def expire(self, now_ms: int) -> tuple[int | None, bool | None]:
+        """Marks idle the splits that brought nothing for the idleness timeout and returns what changed,
+        as `advance` does.
+
+        The splits turn idle one at a time, in the order their timeouts fell due, and the watermark is
+        taken after each: a timer that fires late, past the timeouts of every split at once, must still
+        emit the watermark that was due when the first of them went idle and the others were active.
+        Taken only at the end, with every split idle, it would never be emitted."""
         if self.idleness_ms is None:
-            return
-        for clock in self._clocks.values():
-            if not clock.idle and now_ms - clock.last_record_ms >= self.idleness_ms:
-                clock.idle = True
+            return self.advance()
+        due = sorted(
+            (clock.last_record_ms, split)
+            for split, clock in self._clocks.items()
+            if not clock.idle and now_ms - clock.last_record_ms >= self.idleness_ms
+        )
+        watermark = None
+        for _, split in due:
+            self._clocks[split].idle = True
+            moved = self._advance_watermark()
+            watermark = moved if moved is not None else watermark
+        return watermark, self._update_idle()
 
     def advance(self) -> tuple[int | None, bool | None]:
         """(the new watermark when it moved forward, else None; the subtask's idleness when it changed,
         else None). The watermark comes first: an idle split must not hold back what is already due."""
+        return self._advance_watermark(), self._update_idle()
+
+    def _advance_watermark(self) -> int | None:
         active = [c.highest - self.delay - 1 for c in self._clocks.values() if not c.idle]
-        watermark = None
         if active and min(active) > self.emitted:
-            self.emitted = watermark = min(active)
-        idle = bool(self._clocks) and not active
-        changed = None
-        if idle != self.idle:
-            self.idle = changed = idle
-        return watermark, changed
+            self.emitted = min(active)
+            return self.emitted
+        return None
+
+    def _update_idle(self) -> bool | None:
+        idle = bool(self._clocks) and all(c.idle for c in self._clocks.values())
+        if idle == self.idle:
+            return None
+        self.idle = idle
+        return idle

@@ -114,7 +114,9 @@ class SourceOperator(StreamOperator):
 
     def _pass_on_time(self) -> None:
         assert self._clocks is not None
-        watermark, idle = self._clocks.advance()
+        self._emit_time(*self._clocks.advance())
+
+    def _emit_time(self, watermark: int | None, idle: bool | None) -> None:
         if watermark is not None:
             self.output.emit_watermark(watermark)
         if idle is not None:
@@ -127,8 +129,7 @@ class SourceOperator(StreamOperator):
 
     def on_processing_time(self, now_ms: int) -> None:
         if self._clocks is not None and not self._timers_stopped:
-            self._clocks.expire(now_ms)
-            self._pass_on_time()
+            self._emit_time(*self._clocks.expire(now_ms))
 
     def stop_processing_timers(self) -> None:
         self._timers_stopped = True
