@@ -3,29 +3,39 @@
 from ._base import DURATION_HINT, URI_HINT, duration_ms
 from .config import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
 from .constants import API_VERSION, GROUP, REST_PORT, VERSION
-from .savepoint import SavepointSpec, SavepointState, SavepointStatus, StopMode
+from .enums import (
+    ConditionType,
+    DegradedReason,
+    JobState,
+    LifecycleState,
+    MonitorReason,
+    PodPhase,
+    RestartKind,
+    RunState,
+    SavepointKind,
+    SavepointState,
+    StateBackend,
+    StopMode,
+    TriggerState,
+    UpgradeMode,
+)
+from .savepoint import SavepointSpec, SavepointStatus
 from .status import (
     CheckpointInfo,
     Condition,
-    ConditionType,
     JobStatus,
-    LifecycleState,
     SavepointInfo,
-    SavepointKind,
     StreamJobStatus,
     SubtaskCounts,
 )
 from .streamjob import (
     CheckpointSpec,
     CoordinatorSpec,
-    JobState,
     PipelineSpec,
     Resources,
     SavepointPolicy,
-    StateBackend,
     StreamJobSpec,
     TaskManagerSpec,
-    UpgradeMode,
 )
 
 __all__ = [
@@ -41,13 +51,18 @@ __all__ = [
     "ConditionType",
     "ConfigError",
     "CoordinatorSpec",
+    "DegradedReason",
     "JobState",
     "JobStatus",
     "LifecycleState",
+    "MonitorReason",
     "OperatorConfig",
     "PipelineSpec",
     "PodMonitorConfig",
+    "PodPhase",
     "Resources",
+    "RestartKind",
+    "RunState",
     "SavepointInfo",
     "SavepointKind",
     "SavepointPolicy",
@@ -61,6 +76,7 @@ __all__ = [
     "StreamJobStatus",
     "SubtaskCounts",
     "TaskManagerSpec",
+    "TriggerState",
     "UpgradeMode",
     "duration_ms",
 ]

@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import Field
 
 from ._base import CamelModel, ObjectName, StatusModel, Uri
-
-
-class StopMode(StrEnum):
-    NONE = "none"
-    SUSPEND = "suspend"
-    TERMINATE = "terminate"
-
-
-class SavepointState(StrEnum):
-    PENDING = "Pending"
-    IN_PROGRESS = "InProgress"
-    COMPLETED = "Completed"
-    FAILED = "Failed"
-    ABANDONED = "Abandoned"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (SavepointState.COMPLETED, SavepointState.FAILED, SavepointState.ABANDONED)
+from .enums import SavepointState, StopMode
 
 
 class SavepointSpec(CamelModel):

@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import Field
 
 from ._base import StatusModel
-
-
-class LifecycleState(StrEnum):
-    CREATED = "Created"
-    DEPLOYING = "Deploying"
-    RUNNING = "Running"
-    STOPPING = "Stopping"
-    SUSPENDED = "Suspended"
-    FINISHED = "Finished"
-    FAILED = "Failed"
-    UPGRADING = "Upgrading"
-    DELETING = "Deleting"
-
-
-class ConditionType(StrEnum):
-    READY = "Ready"
-    PROGRESSING = "Progressing"
-    DEGRADED = "Degraded"
-    # Only with the operator's PodMonitor option: whether the job's PodMonitor exists.
-    MONITORED = "Monitored"
+from .enums import LifecycleState
 
 
 class Condition(StatusModel):
@@ -76,15 +55,6 @@ class CheckpointInfo(StatusModel):
     operators: int | None = Field(default=None, description="Operators in the checkpoint.")
     fully_finished_operators: list[str] = Field(default_factory=list)
     all_operators_finished: bool = False
-
-
-class SavepointKind(StrEnum):
-    MANUAL = "manual"
-    PERIODIC = "periodic"
-    SUSPEND = "suspend"
-    TERMINATE = "terminate"
-    UPGRADE = "upgrade"
-    DELETION = "deletion"
 
 
 class SavepointInfo(StatusModel):

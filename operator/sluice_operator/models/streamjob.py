@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from ._base import CamelModel, Duration, ObjectName, Quantity, Uri
+from .enums import JobState, RestartKind, StateBackend, UpgradeMode
 
 PodTemplate = Annotated[
     dict[str, Any],
@@ -16,23 +16,6 @@ PodTemplate = Annotated[
         description="A partial Pod (metadata and spec) merged under what the operator generates.",
     ),
 ]
-
-
-class JobState(StrEnum):
-    RUNNING = "running"
-    SUSPENDED = "suspended"
-    FINISHED = "finished"
-
-
-class StateBackend(StrEnum):
-    HEAP = "heap"
-    DISK = "disk"
-
-
-class UpgradeMode(StrEnum):
-    STATELESS = "stateless"
-    SAVEPOINT = "savepoint"
-    LAST_STATE = "last-state"
 
 
 class Resources(CamelModel):
@@ -106,12 +89,6 @@ class CheckpointSpec(CamelModel):
             "Keep checkpointing after some tasks finished (FLIP-147); off declines such checkpoints."
         ),
     )
-
-
-class RestartKind(StrEnum):
-    FIXED_DELAY = "fixed-delay"
-    EXPONENTIAL = "exponential"
-    NONE = "none"
 
 
 class RestartStrategySpec(CamelModel):
