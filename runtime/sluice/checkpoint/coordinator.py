@@ -7,6 +7,11 @@ it and commits its transactions; the ending attempt's tasks are not told). A fai
 savepoint whose attempt ended (nothing restores a savepoint), makes the finalizer discard it.
 Retention discards only completed checkpoints nobody else is settling. `settle()` waits for all of
 that, so the next attempt picks its checkpoint from storage that no one is still writing or deleting.
+
+Triggering is closed from the moment an attempt ends (`abort_all`) until the next attempt's tasks are
+deployed (`accept_triggers`). A trigger in between would go to TaskManagers that are going away: no
+subtask would ever acknowledge it, and the checkpoint would stay pending, holding back every later one
+(the job's final checkpoint too) until its timeout.
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class CheckpointCoordinator:
         self._discarding: set[int] = set()
         self.failures = FailureCounter(config.tolerable_failures)
         self.on_intolerable = on_intolerable
+        self._closed_because: str | None = None
+        """Why triggering is closed (the attempt ended), or None while an attempt's tasks run."""
 
     # -- triggering ---------------------------------------------------------------------------------
 
@@ -90,7 +97,9 @@ class CheckpointCoordinator:
         pending = PendingCheckpoint(cid, kind, location, now_ms, stop_mode, plan, Waiting(plan))
         pending.done = asyncio.get_running_loop().create_future()
         reason = None
-        if plan.any_finished and not self.config.after_tasks_finish:
+        if self._closed_because is not None:
+            reason = self._closed_because
+        elif plan.any_finished and not self.config.after_tasks_finish:
             reason = "some tasks have finished and checkpoints-after-tasks-finish is off"
         elif not plan.wait:
             reason = "no task is running"
@@ -141,7 +150,14 @@ class CheckpointCoordinator:
                 reason = f"timed out after {self.config.timeout_s:g}s waiting for {waiting}"
                 self.fail(pending, reason, counted=True)
 
+    def accept_triggers(self) -> None:
+        """The tasks of a new attempt are deployed: checkpoints may be triggered again."""
+        self._closed_because = None
+
     def abort_all(self, reason: str) -> None:
+        """The attempt ended: fails what is pending (except what is being finalized, see the module
+        docstring) and declines triggers until `accept_triggers`."""
+        self._closed_because = reason
         for pending in list(self.pending.values()):
             if pending.finalizing:
                 pending.attempt_ended = reason

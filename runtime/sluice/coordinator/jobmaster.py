@@ -260,6 +260,7 @@ class JobMaster(SavepointOperations):
         try:
             await self._await_registration(lost)
             self._deploy(metadata)
+            self.checkpoints.accept_triggers()
             self.state = "RUNNING"
             await self._drive(lost)
         finally:

@@ -1,0 +1,65 @@
+"""When the checkpoint coordinator accepts a trigger: only while an attempt's tasks are deployed.
+
+Found by the chaos harness (seed 1, run 142): a savepoint requested through REST while an attempt was
+ending (its storage probe slowed by injected S3 errors) was triggered after `abort_all`, into
+TaskManagers that were going away. Nobody acknowledged it, it stayed pending, and the next attempt
+triggered no checkpoint behind it, not even the bounded job's final one: the job hung.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
+from sluice.checkpoint.storage import CheckpointStorage
+
+from ._graphs import graph
+
+
+def _coordinator(tmp_path: Path, sent: list[dict[str, Any]]) -> CheckpointCoordinator:
+    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+    return CheckpointCoordinator(
+        graph([(["src"], 2)], []),
+        storage,
+        CheckpointConfig(interval_s=None),
+        lambda m, _: sent.append(m),
+        dict,
+    )
+
+
+def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        sent: list[dict[str, Any]] = []
+        coord = _coordinator(tmp_path, sent)
+        coord.trigger()
+        coord.abort_all("the job attempt ended")
+        sent.clear()
+
+        with pytest.raises(CheckpointDeclined, match="the job attempt ended"):
+            coord.trigger("savepoint", str(tmp_path / "sp"))
+        assert sent == []  # nothing went to the TaskManagers that are going away
+        assert coord.pending == {}  # nothing left to hold back the next attempt's checkpoints
+        assert coord.history[-1].status == "FAILED"
+        assert "the job attempt ended" in (coord.history[-1].error or "")
+
+        coord.accept_triggers()
+        pending = coord.trigger()
+        assert [m["type"] for m in sent] == ["trigger"]
+        assert list(coord.pending) == [pending.checkpoint_id]
+        await coord.settle()
+
+    asyncio.run(scenario())
+
+
+def test_a_new_coordinator_accepts_triggers(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        sent: list[dict[str, Any]] = []
+        coord = _coordinator(tmp_path, sent)
+        coord.trigger()
+        assert [m["type"] for m in sent] == ["trigger"]
+
+    asyncio.run(scenario())
