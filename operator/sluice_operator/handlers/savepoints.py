@@ -7,6 +7,7 @@ from typing import Any
 
 import kopf
 
+from sluice_operator.models import SavepointState
 from sluice_operator.models import constants as c
 from sluice_operator.services import dispose_savepoint, reconcile_savepoint
 
@@ -34,7 +35,7 @@ async def on_savepoint_event(
     metrics.RECONCILES.labels("savepoint", "ok").inc()
     for event in events:
         kopf.event(savepoint_ref(ns, name, uid), type=event.type, reason=event.reason, message=event.message)
-        metrics.SAVEPOINTS.labels("Failed").inc()
+        metrics.SAVEPOINTS.labels(SavepointState.FAILED.value).inc()
     job = spec.get("jobName")
     if job and not events:
         await reconcile(ns, str(job))  # the job drives its savepoints: wake it up

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import kopf
 
+from sluice_operator.models import SavepointState
 from sluice_operator.models import constants as c
 from sluice_operator.services import Event, finalize_job, reconcile_job
 
@@ -16,7 +17,9 @@ from . import metrics
 from ._runtime import RUNTIME
 
 log = logging.getLogger(__name__)
-_SAVEPOINT_OUTCOMES = ("SavepointCompleted", "SavepointFailed", "SavepointAbandoned")
+# The job's event on a savepoint that ended (services/savepoints.py: outcome_events), counted by state.
+_ENDED = (SavepointState.COMPLETED, SavepointState.FAILED, SavepointState.ABANDONED)
+_SAVEPOINT_OUTCOMES = tuple(f"Savepoint{state.value}" for state in _ENDED)
 
 
 def namespaced(namespace: str | None) -> str:

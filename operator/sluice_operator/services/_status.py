@@ -4,61 +4,68 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice_operator.models import SavepointState
+from sluice_operator.models import (
+    CheckpointInfo,
+    JobStatus,
+    RunState,
+    SavepointInfo,
+    SavepointKind,
+    SavepointState,
+    SubtaskCounts,
+)
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
 from .observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
 
 
-def job_from_result(result: JobResult, previous: dict[str, Any] | None) -> dict[str, Any]:
-    job = dict(previous or {})
-    job.update({"id": result.job_id, "state": result.state})
+def job_from_result(result: JobResult, previous: JobStatus | None) -> JobStatus:
+    job = (previous or JobStatus()).model_copy(update={"id": result.job_id, "state": result.state})
     if result.timestamp is not None:
-        job["endTime"] = rfc3339(result.timestamp)
-    subtasks = job.get("subtasks")
-    if result.state == "FINISHED" and isinstance(subtasks, dict):
-        job["subtasks"] = {
-            "running": 0,
-            "finished": subtasks.get("total", 0),
-            "total": subtasks.get("total", 0),
-        }
+        job.end_time = rfc3339(result.timestamp)
+    if result.state == RunState.FINISHED and job.subtasks is not None:
+        total = job.subtasks.total
+        job.subtasks = SubtaskCounts(running=0, finished=total, total=total)
     return job
 
 
-# Rates of `GET /v1/job`'s "rates", copied into status.job (`kubectl get streamjobs -o wide`).
-_RATES = ("recordsReadPerSecond", "recordsWrittenPerSecond")
+def _int(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    return value if isinstance(value, int) else None
 
 
-def job_from_coordinator(
-    view: CoordinatorView, pod: PodView, previous: dict[str, Any] | None
-) -> dict[str, Any]:
-    job = dict(previous or {})
+def _rate(rates: dict[str, Any], key: str) -> float | None:
+    value = rates.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return round(float(value), 1)
+    return None  # none measured yet (or an older coordinator): no stale figure
+
+
+def job_from_coordinator(view: CoordinatorView, pod: PodView, previous: JobStatus | None) -> JobStatus:
+    """`status.job` from `GET /v1/job`; what the coordinator leaves out keeps its earlier value."""
     body = view.job
-    job["id"] = view.job_id or pod.job_id
-    job["state"] = view.state
+    job = (previous or JobStatus()).model_copy()
+    job.id = view.job_id or pod.job_id
+    job.state = view.state
     counts = body.get("subtasks") or {}
-    job["subtasks"] = {k: int(counts.get(k, 0)) for k in ("running", "finished", "total")}
-    if isinstance(body.get("startTime"), int):
-        job["startTime"] = rfc3339(body["startTime"])
-    if isinstance(body.get("endTime"), int):
-        job["endTime"] = rfc3339(body["endTime"])
-    if isinstance(body.get("restarts"), int):
-        job["restarts"] = body["restarts"]
+    job.subtasks = SubtaskCounts(**{k: int(counts.get(k, 0)) for k in ("running", "finished", "total")})
+    if (start := _int(body, "startTime")) is not None:
+        job.start_time = rfc3339(start)
+    if (end := _int(body, "endTime")) is not None:
+        job.end_time = rfc3339(end)
+    if (restarts := _int(body, "restarts")) is not None:
+        job.restarts = restarts
     if pod.restored_from:
-        job["restoredFrom"] = pod.restored_from
+        job.restored_from = pod.restored_from
+    # Copied into status.job for `kubectl get streamjobs -o wide`.
     found = body.get("rates")
     rates: dict[str, Any] = found if isinstance(found, dict) else {}
-    for key in _RATES:
-        value = rates.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            job[key] = round(float(value), 1)
-        else:  # none measured yet (or an older coordinator): no stale figure
-            job.pop(key, None)
+    job.records_read_per_second = _rate(rates, "recordsReadPerSecond")
+    job.records_written_per_second = _rate(rates, "recordsWrittenPerSecond")
     return job
 
 
-def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None) -> dict[str, Any] | None:
+def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None) -> CheckpointInfo | None:
     """The coordinator's latest checkpoint while it runs, else the newest one found in storage."""
     latest = (view.checkpoints or {}).get("latest") if view is not None else None
     if (
@@ -66,54 +73,56 @@ def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None
         and latest.get("id") is not None
         and (stored is None or int(latest["id"]) >= stored.checkpoint_id or latest.get("path") != stored.path)
     ):
-        finished = [str(u) for u in latest.get("fullyFinishedOperators") or []]
-        out: dict[str, Any] = {
-            "id": int(latest["id"]),
-            "path": str(latest.get("path") or ""),
-            "kind": str(latest.get("kind") or "checkpoint"),
-            "fullyFinishedOperators": finished,
-        }
-        stamp = latest.get("timestamp", latest.get("completionTime"))
-        if isinstance(stamp, int):
-            out["time"] = rfc3339(stamp)
-        if stored is not None and stored.path == out["path"]:
-            out.update(operators=len(stored.operators), allOperatorsFinished=stored.all_finished)
-        return out
+        return _reported(latest, stored)
     if stored is None:
         return None
-    out = {
-        "id": stored.checkpoint_id,
-        "path": stored.path,
-        "kind": stored.kind,
-        "operators": len(stored.operators),
-        "fullyFinishedOperators": list(stored.fully_finished),
-        "allOperatorsFinished": stored.all_finished,
-    }
-    if stored.timestamp is not None:
-        out["time"] = rfc3339(stored.timestamp)
+    return CheckpointInfo(
+        id=stored.checkpoint_id,
+        path=stored.path,
+        kind=stored.kind,
+        operators=len(stored.operators),
+        fully_finished_operators=list(stored.fully_finished),
+        all_operators_finished=stored.all_finished,
+        time=rfc3339(stored.timestamp) if stored.timestamp is not None else None,
+    )
+
+
+def _reported(latest: dict[str, Any], stored: Snapshot | None) -> CheckpointInfo:
+    """The coordinator's latest checkpoint, with what storage adds when it has read the same one."""
+    out = CheckpointInfo(
+        id=int(latest["id"]),
+        path=str(latest.get("path") or ""),
+        kind=str(latest.get("kind") or "checkpoint"),
+        fully_finished_operators=[str(u) for u in latest.get("fullyFinishedOperators") or []],
+    )
+    stamp = latest.get("timestamp", latest.get("completionTime"))
+    if isinstance(stamp, int):
+        out.time = rfc3339(stamp)
+    if stored is not None and stored.path == out.path:
+        out.operators = len(stored.operators)
+        out.all_operators_finished = stored.all_finished
     return out
 
 
-def savepoint_summary(views: list[SavepointView], status: dict[str, Any]) -> dict[str, Any]:
-    """`lastSavepoint` and `savepointHistory` from the job's completed Savepoint objects."""
+def savepoint_summary(
+    views: list[SavepointView], last: SavepointInfo | None
+) -> tuple[SavepointInfo | None, list[SavepointInfo]]:
+    """`lastSavepoint` and `savepointHistory` from the job's completed Savepoint objects.
+
+    With none left, the last savepoint recorded stays: it is still where a job would resume from.
+    """
     completed = sorted(
         (v for v in views if v.status.state is SavepointState.COMPLETED and v.status.path),
         key=lambda v: v.status.completion_time or v.created,
         reverse=True,
     )
     history = [
-        {
-            "name": v.name,
-            "path": v.status.path,
-            "time": v.status.completion_time,
-            "kind": v.labels.get(c.LABEL_TRIGGER, "manual"),
-        }
+        SavepointInfo(
+            name=v.name,
+            path=v.status.path or "",
+            time=v.status.completion_time,
+            kind=v.labels.get(c.LABEL_TRIGGER, SavepointKind.MANUAL.value),
+        )
         for v in completed
     ]
-    history = [{k: val for k, val in entry.items() if val is not None} for entry in history]
-    out: dict[str, Any] = {"savepointHistory": history}
-    if history:
-        out["lastSavepoint"] = history[0]
-    elif status.get("lastSavepoint"):
-        out["lastSavepoint"] = status["lastSavepoint"]
-    return out
+    return (history[0] if history else last), history

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sluice_operator.models import ConditionType, JobState, LifecycleState
+from sluice_operator.models import Condition, ConditionType, DegradedReason, JobState, LifecycleState
 
 from ._time import rfc3339
 
@@ -23,7 +21,7 @@ _MOVING = {
 
 
 def set_condition(
-    conditions: list[dict[str, Any]],
+    conditions: list[Condition],
     kind: ConditionType,
     status: bool,
     reason: str,
@@ -31,35 +29,34 @@ def set_condition(
     *,
     generation: int,
     now_ms: int,
-) -> list[dict[str, Any]]:
+) -> list[Condition]:
+    """`conditions` with the one of type `kind` replaced (moved to the end, as Kubernetes lists them)."""
     text = "True" if status else "False"
-    previous = next((c for c in conditions if c.get("type") == kind.value), None)
-    changed = previous is None or previous.get("status") != text
-    entry = {
-        "type": kind.value,
-        "status": text,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": rfc3339(now_ms)
-        if changed
-        else previous.get("lastTransitionTime")
-        if previous
-        else None,
-        "observedGeneration": generation,
-    }
-    return [c for c in conditions if c.get("type") != kind.value] + [entry]
+    previous = next((c for c in conditions if c.type == kind), None)
+    changed = previous is None or previous.status != text
+    entry = Condition(
+        type=kind.value,
+        status=text,
+        reason=str(reason),  # a reason enum's plain text
+        message=message,
+        last_transition_time=rfc3339(now_ms)
+        if changed or previous is None
+        else previous.last_transition_time,
+        observed_generation=generation,
+    )
+    return [c for c in conditions if c.type != kind] + [entry]
 
 
 def job_conditions(
-    conditions: list[dict[str, Any]],
+    conditions: list[Condition],
     *,
     desired: JobState,
     lifecycle: LifecycleState,
     error: str | None,
-    degraded_reason: str,
+    degraded_reason: DegradedReason,
     generation: int,
     now_ms: int,
-) -> list[dict[str, Any]]:
+) -> list[Condition]:
     """Ready: the job is where spec.state asks; Progressing: on its way; Degraded: something is wrong."""
     ready = lifecycle in _STABLE[desired] or (
         desired is JobState.RUNNING and lifecycle is LifecycleState.FINISHED
@@ -87,7 +84,7 @@ def job_conditions(
         out,
         ConditionType.DEGRADED,
         error is not None,
-        degraded_reason if error else "Healthy",
+        degraded_reason if error else DegradedReason.HEALTHY,
         error or "",
         generation=generation,
         now_ms=now_ms,

@@ -8,10 +8,18 @@ only as the record of the last run (its job id and spec) once the coordinator po
 
 from __future__ import annotations
 
-from typing import Any
-
 from sluice_operator import manifests as m
-from sluice_operator.models import JobState, LifecycleState, SavepointKind, StreamJobSpec, UpgradeMode
+from sluice_operator.models import (
+    DegradedReason,
+    JobState,
+    JobStatus,
+    LifecycleState,
+    PodPhase,
+    RunState,
+    SavepointKind,
+    StreamJobSpec,
+    UpgradeMode,
+)
 
 from ._crash import crashed
 from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
@@ -20,9 +28,9 @@ from .context import JobContext
 from .observed import Observed
 from .old_runs import remember_run
 from .plan import DeletePods, DeleteSavepoint, Event, Plan, StartRun
-from .savepoints import SavepointOutlook, ensure_stop_savepoint, periodic_and_cleanup, plan_savepoints
+from .savepoint_housekeeping import periodic_and_cleanup
+from .savepoints import SavepointOutlook, ensure_stop_savepoint, plan_savepoints
 
-_ENDED = ("FINISHED", "FAILED", "CANCELED")
 _BUSY = (LifecycleState.RUNNING, LifecycleState.STOPPING, LifecycleState.UPGRADING)
 _AT_REST = {JobState.SUSPENDED: LifecycleState.SUSPENDED, JobState.FINISHED: LifecycleState.FINISHED}
 _SETTLING = (
@@ -46,9 +54,7 @@ def deployed_hash(ctx: JobContext, obs: Observed) -> str | None:
 
 
 def decide(ctx: JobContext, obs: Observed) -> Plan:
-    status: dict[str, Any] = ctx.status.model_dump(mode="json", by_alias=True, exclude_none=True)
-    status.pop("error", None)
-    plan = Plan(status=status)
+    plan = Plan(status=ctx.status.model_copy(deep=True, update={"error": None}))
     outlook = plan_savepoints(ctx, obs, plan)
     lifecycle, error = _lifecycle(ctx, obs, plan, outlook)
     if lifecycle in (LifecycleState.SUSPENDED, LifecycleState.FINISHED):
@@ -59,30 +65,31 @@ def decide(ctx: JobContext, obs: Observed) -> Plan:
         plan.events.append(
             Event("Normal", lifecycle.value, f"lifecycle {previous.value} -> {lifecycle.value}")
         )
-    status["lifecycleState"] = lifecycle.value
-    status["observedGeneration"] = ctx.generation
-    if error:
-        status["error"] = error
+    status = plan.status
+    status.lifecycle_state = lifecycle
+    status.observed_generation = ctx.generation
+    status.error = error or None
     if lifecycle in (LifecycleState.RUNNING, LifecycleState.FINISHED) and error is None:
-        status["lastStableSpec"] = status.get("lastReconciledSpec")
-    if obs.pod is not None and obs.pod.phase == "Running" and not obs.pod.exited:
-        status["dashboardUrl"] = m.dashboard_url(ctx.owner)
-    else:
-        status.pop("dashboardUrl", None)
-    if obs.coordinator is None and isinstance(status.get("job"), dict):
-        for rate in ("recordsReadPerSecond", "recordsWrittenPerSecond"):
-            status["job"].pop(rate, None)  # measured by a coordinator that is not answering: stale
+        status.last_stable_spec = status.last_reconciled_spec
+    running_pod = obs.pod is not None and obs.pod.phase == PodPhase.RUNNING and not obs.pod.exited
+    status.dashboard_url = m.dashboard_url(ctx.owner) if running_pod else None
+    if obs.coordinator is None and status.job is not None:
+        # Measured by a coordinator that is not answering: stale.
+        status.job.records_read_per_second = None
+        status.job.records_written_per_second = None
     # Not the Savepoints on their way out (this plan deletes them, or their files are being disposed
     # of): the history lists restore points, and theirs may be gone by the time someone reads it.
     leaving = {a.name for a in plan.actions if isinstance(a, DeleteSavepoint)}
     kept = [v for v in obs.savepoints if not v.deleting and v.name not in leaving]
-    status.update(savepoint_summary(kept, status))
-    status["conditions"] = job_conditions(
-        status.get("conditions", []),
+    status.last_savepoint, status.savepoint_history = savepoint_summary(kept, status.last_savepoint)
+    status.conditions = job_conditions(
+        status.conditions,
         desired=ctx.spec.state,
         lifecycle=lifecycle,
         error=error,
-        degraded_reason="JobFailed" if lifecycle is LifecycleState.FAILED else "Error",
+        degraded_reason=DegradedReason.JOB_FAILED
+        if lifecycle is LifecycleState.FAILED
+        else DegradedReason.ERROR,
         generation=ctx.generation,
         now_ms=ctx.now_ms,
     )
@@ -119,13 +126,9 @@ def _start(ctx: JobContext, obs: Observed, plan: Plan, restore: str | None) -> N
         owner=ctx.owner, spec=ctx.spec, config=ctx.config, job_id=ctx.new_job_id, restore_from=restore
     )
     plan.actions.append(StartRun(run))
-    plan.status["job"] = {
-        "id": run.job_id,
-        "state": "CREATED",
-        **({"restoredFrom": restore} if restore else {}),
-    }
-    plan.status["lastReconciledSpec"] = m.deployed_spec_json(ctx.spec)
-    plan.status["checkpointRuns"] = remember_run(ctx.status.checkpoint_runs, run.job_id)
+    plan.status.job = JobStatus(id=run.job_id, state=RunState.CREATED.value, restored_from=restore or None)
+    plan.status.last_reconciled_spec = m.deployed_spec_json(ctx.spec)
+    plan.status.checkpoint_runs = remember_run(ctx.status.checkpoint_runs, run.job_id)
     plan.events.append(
         Event(
             "Normal",
@@ -159,12 +162,13 @@ def _restore_point(
 def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, str | None]:
     result = obs.result
     assert result is not None
-    plan.status["job"] = job_from_result(result, plan.status.get("job"))
+    plan.status.job = job_from_result(result, plan.status.job)
     checkpoint = last_checkpoint(obs.last_result_snapshot or obs.latest_checkpoint)
     if checkpoint is not None:
-        plan.status["lastCheckpoint"] = checkpoint
+        plan.status.last_checkpoint = checkpoint
     changed = deployed_hash(ctx, obs) != m.spec_hash(ctx.spec)
     desired = ctx.spec.state
+    finished = result.state == RunState.FINISHED
     if obs.pod is not None:
         # The coordinator's pods go away first; the next reconcile starts a new run if one is wanted.
         plan.actions.append(DeletePods((obs.pod.name,), f"job {result.job_id} ended {result.state}"))
@@ -175,8 +179,8 @@ def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, 
             return LifecycleState.UPGRADING, None
         if result.stop_savepoint:
             return LifecycleState.DEPLOYING, None
-        return (LifecycleState.FINISHED if result.state == "FINISHED" else LifecycleState.FAILED), None
-    if result.state == "FINISHED" and result.stop_savepoint:
+        return (LifecycleState.FINISHED if finished else LifecycleState.FAILED), None
+    if finished and result.stop_savepoint:
         if desired is JobState.RUNNING:
             _start(
                 ctx,
@@ -186,7 +190,7 @@ def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, 
             )
             return (LifecycleState.UPGRADING if changed else LifecycleState.DEPLOYING), None
         return _AT_REST[desired], None
-    if result.state == "FINISHED":
+    if finished:
         if desired is JobState.RUNNING and changed:
             _start(ctx, obs, plan, _restore_point(ctx, obs, changed=True, stop_savepoint=None))
             return LifecycleState.UPGRADING, None
@@ -217,22 +221,22 @@ def _active(
     coordinator = obs.coordinator
     job_state = coordinator.state if coordinator is not None else None
     if coordinator is not None:
-        plan.status["job"] = job_from_coordinator(coordinator, pod, plan.status.get("job"))
+        plan.status.job = job_from_coordinator(coordinator, pod, plan.status.job)
     checkpoint = last_checkpoint(obs.latest_checkpoint, coordinator)
     if checkpoint is not None:
-        plan.status["lastCheckpoint"] = checkpoint
-    if job_state in _ENDED:
+        plan.status.last_checkpoint = checkpoint
+    if job_state in (RunState.FINISHED, RunState.FAILED, RunState.CANCELED):
         # The job is over but its result is not in storage yet: wait for it rather than guess.
         plan.soon(1.0)
         previous = ctx.status.lifecycle_state
         return (previous if previous in _BUSY else LifecycleState.RUNNING), None
-    running = job_state in ("RUNNING", "RESTARTING")
+    running = job_state in (RunState.RUNNING, RunState.RESTARTING)
     desired = ctx.spec.state
     changed = pod.spec_hash != m.spec_hash(ctx.spec)
     if desired is not JobState.RUNNING:
-        return _stopping(ctx, obs, plan, outlook, running=job_state == "RUNNING")
+        return _stopping(ctx, obs, plan, outlook, running=job_state == RunState.RUNNING)
     if changed:
-        return _upgrade(ctx, obs, plan, outlook, running=job_state == "RUNNING")
+        return _upgrade(ctx, obs, plan, outlook, running=job_state == RunState.RUNNING)
     if outlook.active_stop is not None:
         return LifecycleState.STOPPING, None
     if not running:
@@ -240,9 +244,13 @@ def _active(
         return LifecycleState.DEPLOYING, None
     start = coordinator.job.get("startTime") if coordinator is not None else None
     periodic_and_cleanup(
-        ctx, obs, plan, job_running=job_state == "RUNNING", start_ms=start if isinstance(start, int) else None
+        ctx,
+        obs,
+        plan,
+        job_running=job_state == RunState.RUNNING,
+        start_ms=start if isinstance(start, int) else None,
     )
-    if job_state == "RESTARTING":
+    if job_state == RunState.RESTARTING:
         return (
             LifecycleState.RUNNING,
             f"job is restarting after a failure: {coordinator.job.get('error')}"
@@ -269,7 +277,7 @@ def _stopping(
         kind = SavepointKind.SUSPEND if ctx.spec.state is JobState.SUSPENDED else SavepointKind.TERMINATE
         ensure_stop_savepoint(ctx, plan, kind)
         return LifecycleState.STOPPING, None
-    if pod.phase == "Pending" or (obs.coordinator is None and pod.phase != "Running"):
+    if pod.phase == PodPhase.PENDING or (obs.coordinator is None and pod.phase != PodPhase.RUNNING):
         plan.actions.append(DeletePods((pod.name,), "the job never started; nothing to save"))
         return _AT_REST[ctx.spec.state], None
     plan.soon(2.0)

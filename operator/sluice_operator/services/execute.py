@@ -1,24 +1,28 @@
-"""Carrying out a plan's actions against Kubernetes and the coordinator."""
+"""Carrying out a plan's actions against Kubernetes and the coordinator; what was done is returned.
+
+Acting decides nothing: every outcome an action can have (a savepoint trigger accepted or refused) was
+decided with the plan, and what it led to goes back as `Executed` for the record step to report.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from sluice_operator import manifests as m
-from sluice_operator.models import SavepointState
+from sluice_operator.models import SavepointStatus
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
 from .observe import Deps
-from .observed import Observed, SavepointView
+from .observed import Observed
 from .plan import (
     Action,
     CreateSavepoint,
     DeletePods,
     DeleteSavepoint,
-    Event,
     LabelSavepoint,
     PatchSavepoint,
     Plan,
@@ -30,6 +34,27 @@ from .rest import Coordinator, CoordinatorError
 from .savepoints import LABEL_GENERATION
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Done:
+    action: Action
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A savepoint trigger the coordinator refused (or could not be asked): `status` was written."""
+
+    action: TriggerSavepoint
+    status: SavepointStatus
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What was done and what was refused, in the order of the plan's actions. An action that raised is
+    not in it, nor any after it: the exception goes to the caller and the next reconcile starts over."""
+
+    results: tuple[Done | Refused, ...] = ()
 
 
 async def start_run(deps: Deps, run: m.Run) -> None:
@@ -52,13 +77,12 @@ async def start_run(deps: Deps, run: m.Run) -> None:
     await kube.create(m.coordinator_pod(run))
 
 
-def savepoint_patch(status: Any) -> dict[str, Any]:
+def savepoint_patch(status: SavepointStatus) -> dict[str, Any]:
     # Nulls are kept: in a merge patch they remove fields, e.g. the trigger id of a retried savepoint.
     return dict(status.model_dump(mode="json", by_alias=True, exclude_none=False))
 
 
-async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, plan: Plan, namespace: str) -> None:
-    view = next(v for v in obs.savepoints if v.name == action.name)
+async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, namespace: str) -> Done | Refused:
     ip = obs.pod.ip if obs.pod is not None else None
     try:
         if ip is None:
@@ -66,43 +90,28 @@ async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, plan: Pl
         coordinator = Coordinator(deps.http, ip, token=obs.rest_token)
         trigger = await coordinator.trigger_savepoint(action.stop, action.target_directory)
     except CoordinatorError as error:
-        await _trigger_failed(deps, view, str(error), plan, namespace)
-        return
-    status = view.status.model_copy(
-        update={
-            "state": SavepointState.IN_PROGRESS,
-            "trigger_id": trigger,
-            "job_id": action.job_id,
-            "trigger_time": rfc3339(_now_ms()),
-            "error": None,
-        }
-    )
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(status))
-
-
-async def _trigger_failed(deps: Deps, view: SavepointView, error: str, plan: Plan, namespace: str) -> None:
-    failures = view.status.failures + 1
-    limit = view.spec.backoff_limit if view.spec is not None else 0
-    state = SavepointState.FAILED if failures > limit else SavepointState.PENDING
-    status = view.status.model_copy(update={"state": state, "failures": failures, "error": error})
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, view.name, savepoint_patch(status))
-    if state is SavepointState.FAILED:
-        plan.events.append(Event("Warning", "SavepointFailed", f"savepoint {view.name} failed: {error}"))
-        plan.events.append(Event("Warning", "Failed", error, savepoint=view.name, uid=view.uid))
+        refused = action.refused.model_copy(update={"error": str(error)})
+        await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(refused))
+        return Refused(action, refused)
+    accepted = action.accepted.model_copy(update={"trigger_id": trigger, "trigger_time": rfc3339(_now_ms())})
+    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(accepted))
+    return Done(action)
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def execute(deps: Deps, obs: Observed, plan: Plan, owner: m.Owner) -> None:
+async def execute(deps: Deps, obs: Observed, plan: Plan, owner: m.Owner) -> Executed:
     """Run the actions in order; the first failure stops the rest (the next reconcile starts over)."""
+    results: list[Done | Refused] = []
     for action in plan.actions:
         log.info("%s/%s: %s", owner.namespace, owner.name, _describe(action))
-        await _one(deps, obs, plan, owner, action)
+        results.append(await _one(deps, obs, owner, action))
+    return Executed(tuple(results))
 
 
-async def _one(deps: Deps, obs: Observed, plan: Plan, owner: m.Owner, action: Action) -> None:
+async def _one(deps: Deps, obs: Observed, owner: m.Owner, action: Action) -> Done | Refused:
     kube = deps.kube
     ns = owner.namespace
     match action:
@@ -114,22 +123,21 @@ async def _one(deps: Deps, obs: Observed, plan: Plan, owner: m.Owner, action: Ac
         case CreateSavepoint(manifest=manifest):
             await kube.create_custom(c.SAVEPOINT_PLURAL, ns, manifest)
         case TriggerSavepoint():
-            await _trigger(deps, obs, action, plan, ns)
+            return await _trigger(deps, obs, action, ns)
         case PatchSavepoint(name=name, status=status):
             await kube.patch_status(c.SAVEPOINT_PLURAL, ns, name, savepoint_patch(status))
         case DeleteSavepoint(name=name):
             await kube.delete_custom(c.SAVEPOINT_PLURAL, ns, name)
-            plan.events.append(
-                Event("Normal", "SavepointDeleted", f"deleted Savepoint {name}: {action.reason}")
-            )
         case SetDesiredState(state=state, savepoint=savepoint):
-            job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, owner.name, {"spec": {"state": state}})
+            patch = {"spec": {"state": state.value}}
+            job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, owner.name, patch)
             generation = str(job.get("metadata", {}).get("generation"))
             await kube.patch_custom(
                 c.SAVEPOINT_PLURAL, ns, savepoint, {"metadata": {"labels": {LABEL_GENERATION: generation}}}
             )
         case LabelSavepoint(name=name, labels=labels):
             await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, name, {"metadata": {"labels": labels}})
+    return Done(action)
 
 
 def _describe(action: Action) -> str:
@@ -142,4 +150,4 @@ def _describe(action: Action) -> str:
             return type(action).__name__
 
 
-__all__ = ["execute", "start_run"]
+__all__ = ["Done", "Executed", "Refused", "execute", "savepoint_patch", "start_run"]

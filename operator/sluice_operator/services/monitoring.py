@@ -14,7 +14,7 @@ from typing import Any
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Refused
-from sluice_operator.models import ConditionType, PodMonitorConfig
+from sluice_operator.models import Condition, ConditionType, MonitorReason, PodMonitorConfig
 
 from .conditions import set_condition
 from .plan import Event
@@ -42,7 +42,7 @@ _ABSENT = _CrdAbsence()
 @dataclass(frozen=True)
 class MonitorState:
     ok: bool
-    reason: str
+    reason: MonitorReason
     message: str
 
 
@@ -67,11 +67,13 @@ async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfi
                 if refused.status == 404:  # a create finds no such object only if the type is missing
                     _ABSENT.seen()
                 raise
-            return MonitorState(True, "PodMonitorCreated", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
+            return MonitorState(
+                True, MonitorReason.CREATED, f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}"
+            )
         if owner.uid not in _owners(found):
             return MonitorState(
                 False,
-                "PodMonitorConflict",
+                MonitorReason.CONFLICT,
                 f"PodMonitor {name} exists but does not belong to StreamJob {owner.name}: delete or rename "
                 "it and the operator creates the job's own",
             )
@@ -82,7 +84,7 @@ async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfi
             await kube.patch_object(*_API, owner.namespace, name, patch)
     except Refused as refused:
         return _refusal(refused, name)
-    return MonitorState(True, "PodMonitorReady", f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
+    return MonitorState(True, MonitorReason.READY, f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}")
 
 
 async def delete_pod_monitor(kube: Kube, owner: m.Owner) -> None:
@@ -99,21 +101,21 @@ def _refusal(refused: Refused, name: str) -> MonitorState:
     if refused.status == 404:
         return MonitorState(
             False,
-            "PodMonitorCRDMissing",
+            MonitorReason.CRD_MISSING,
             f"no PodMonitor {name}: the CRD {m.POD_MONITOR_CRD} (prometheus-operator) is not installed. "
             f"Install prometheus-operator, or turn {_CHART_VALUE} off; the job runs either way",
         )
     if refused.status == 422:
         return MonitorState(
             False,
-            "PodMonitorInvalid",
+            MonitorReason.INVALID,
             f"PodMonitor {name} was refused by the API server: {refused}. The installed PodMonitor CRD may "
             f"be older than the operator expects; turn {_CHART_VALUE} off or upgrade prometheus-operator; "
             "the job runs either way",
         )
     return MonitorState(
         False,
-        "PodMonitorForbidden",
+        MonitorReason.FORBIDDEN,
         f"no PodMonitor {name}: the operator may not manage {m.POD_MONITOR_CRD} ({refused}). The chart "
         f"grants it with {_CHART_VALUE}=true; the job runs either way",
     )
@@ -133,18 +135,16 @@ def _within(want: Any, found: Any) -> bool:
 
 
 def monitor_condition(
-    status: dict[str, Any], state: MonitorState | None, *, generation: int, now_ms: int
-) -> list[Event]:
-    """Put the `Monitored` condition into `status` (None: the option is off, no condition); its events.
+    conditions: list[Condition], state: MonitorState | None, *, generation: int, now_ms: int
+) -> tuple[list[Condition], list[Event]]:
+    """`conditions` with the `Monitored` condition (None: the option is off, no condition); its events.
 
     One event when the condition's reason changes, not on every reconcile: a missing CRD is said once.
     """
-    conditions = list(status.get("conditions") or [])
-    previous = next((c for c in conditions if c.get("type") == ConditionType.MONITORED.value), None)
+    previous = next((c for c in conditions if c.type == ConditionType.MONITORED), None)
     if state is None:
-        status["conditions"] = [c for c in conditions if c is not previous]
-        return []
-    status["conditions"] = set_condition(
+        return [c for c in conditions if c is not previous], []
+    updated = set_condition(
         conditions,
         ConditionType.MONITORED,
         state.ok,
@@ -153,10 +153,10 @@ def monitor_condition(
         generation=generation,
         now_ms=now_ms,
     )
-    before = previous.get("reason") if previous else None
-    if state.reason == before or (state.reason == "PodMonitorReady" and before == "PodMonitorCreated"):
-        return []
-    return [Event("Normal" if state.ok else "Warning", state.reason, state.message)]
+    before = previous.reason if previous else None
+    if state.reason == before or (state.reason is MonitorReason.READY and before == MonitorReason.CREATED):
+        return updated, []
+    return updated, [Event("Normal" if state.ok else "Warning", state.reason, state.message)]
 
 
 __all__ = ["MonitorState", "delete_pod_monitor", "ensure_pod_monitor", "monitor_condition"]

@@ -10,7 +10,7 @@ import aiohttp
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Obj
 from sluice_operator.manifests.coordinator_args import COORDINATOR_CONTAINER
-from sluice_operator.models import SavepointStatus, StreamJobSpec, StreamJobStatus
+from sluice_operator.models import PodPhase, SavepointStatus, StreamJobSpec, StreamJobStatus
 from sluice_operator.models import constants as c
 
 from ._time import millis
@@ -40,7 +40,7 @@ def pod_view(pod: Obj) -> PodView:
             reason = f"{terminated.get('reason') or 'exited'}, exit code {exit_code}"
     return PodView(
         name=str(meta.get("name")),
-        phase=str(status.get("phase") or "Pending"),
+        phase=str(status.get("phase") or PodPhase.PENDING),
         ip=status.get("podIP"),
         job_id=annotations.get(c.ANNOTATION_JOB_ID),
         spec_hash=annotations.get(c.ANNOTATION_SPEC_HASH),
@@ -100,7 +100,7 @@ async def observe_job(
     if obs.pod is None or obs.pod.exited:
         obs.stray_pods = [p["metadata"]["name"] for p in pods if p is not coordinator_pod]
     obs.savepoints = await job_savepoints(deps.kube, owner.namespace, owner.name, owner.uid)
-    if obs.pod is not None and obs.pod.phase == "Running" and obs.pod.ip and not obs.pod.terminating:
+    if obs.pod is not None and obs.pod.phase == PodPhase.RUNNING and obs.pod.ip and not obs.pod.terminating:
         await _ask_coordinator(deps, obs, obs.pod.ip, rest_token)
     run_id = obs.pod.job_id if obs.pod is not None else (status.job.id if status.job else None)
     try:

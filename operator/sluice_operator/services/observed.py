@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice_operator.models import SavepointSpec, SavepointStatus
+from sluice_operator.models import PodPhase, RunState, SavepointSpec, SavepointStatus
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class PodView:
 
     @property
     def exited(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class JobResult:
     """`job-result.json` of a run (docs/reference/storage-layout.md)."""
 
     job_id: str
-    state: str  # FINISHED, FAILED, CANCELED
+    state: str  # a RunState: FINISHED, FAILED, CANCELED
     timestamp: int | None
     stop_savepoint: str | None
     """The savepoint the run stopped with (`stopSavepoint`); None when it ended any other way."""
@@ -73,7 +73,7 @@ class CoordinatorView:
 
     @property
     def state(self) -> str:
-        return str(self.job.get("state") or "UNKNOWN")
+        return str(self.job.get("state") or RunState.UNKNOWN)
 
 
 @dataclass(frozen=True)

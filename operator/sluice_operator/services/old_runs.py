@@ -19,7 +19,7 @@ of an earlier StreamJob of the same name, are left alone.
 from __future__ import annotations
 
 from sluice_operator.kube import Kube
-from sluice_operator.models import SavepointState
+from sluice_operator.models import RunState, SavepointState
 from sluice_operator.models import constants as c
 
 from .context import JobContext
@@ -43,7 +43,7 @@ def expired_runs(ctx: JobContext, obs: Observed, checkpoint_dir: str) -> list[st
     coordinator = obs.coordinator
     if current is None or coordinator is None or coordinator.job_id != current:
         return []
-    if coordinator.state != "RUNNING":
+    if coordinator.state != RunState.RUNNING:
         return []
     latest = ((coordinator.checkpoints or {}).get("latest") or {}).get("path")
     if run_of(str(latest) if latest else None, checkpoint_dir) != current:

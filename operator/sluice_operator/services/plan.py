@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sluice_operator.manifests import Manifest, Run
-from sluice_operator.models import SavepointStatus
+from sluice_operator.models import JobState, SavepointStatus, StreamJobStatus
 
 
 @dataclass(frozen=True)
@@ -36,10 +35,20 @@ class CreateSavepoint:
 
 @dataclass(frozen=True)
 class TriggerSavepoint:
+    """Ask the coordinator for a savepoint, then record what it answered on the Savepoint.
+
+    Both outcomes are decided here: `accepted` is written with the trigger id and time the coordinator's
+    answer gives, `refused` (a failed attempt, with the retry already counted against the backoff
+    limit) with the coordinator's error.
+    """
+
     name: str
     stop: str | bool  # the REST body's "stop": false, "suspend" or "terminate"
     target_directory: str
     job_id: str
+    accepted: SavepointStatus
+    refused: SavepointStatus
+    uid: str | None = None  # of the Savepoint, for the events of a refusal that fails it
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ class DeleteSavepoint:
 class SetDesiredState:
     """A user's stop Savepoint decides the job's desired state: the operator writes it into the spec."""
 
-    state: str
+    state: JobState
     savepoint: str
 
 
@@ -81,7 +90,7 @@ Action = (
 
 @dataclass
 class Plan:
-    status: dict[str, Any]
+    status: StreamJobStatus = field(default_factory=StreamJobStatus)
     actions: list[Action] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     requeue_s: float | None = None  # come back sooner than the regular timer

@@ -6,7 +6,7 @@ from typing import Any
 
 import aiohttp
 
-from sluice_operator.models import REST_PORT
+from sluice_operator.models import REST_PORT, TriggerState
 
 
 class CoordinatorError(Exception):
@@ -58,7 +58,10 @@ class Coordinator:
             return dict(await self._call("GET", f"/v1/savepoints/{trigger_id}"))
         except CoordinatorError as error:
             if "HTTP 404" in str(error):
-                return {"status": "UNKNOWN", "error": f"the coordinator does not know trigger {trigger_id}"}
+                return {
+                    "status": TriggerState.UNKNOWN.value,
+                    "error": f"the coordinator does not know trigger {trigger_id}",
+                }
             raise
 
 

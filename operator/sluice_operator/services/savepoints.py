@@ -1,25 +1,26 @@
-"""Decisions about a job's Savepoint objects: trigger, follow, finish, retry, clean up, take periodically."""
+"""Decisions about a job's Savepoint objects: trigger, follow, finish, retry, stop the job with one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sluice_operator import manifests as m
 from sluice_operator.models import (
+    JobState,
+    RunState,
     SavepointKind,
     SavepointState,
     SavepointStatus,
     StopMode,
-    duration_ms,
+    TriggerState,
 )
 from sluice_operator.models import constants as c
 
-from ._time import millis, rfc3339
+from ._time import rfc3339
 from .context import JobContext
 from .observed import Observed, SavepointView
 from .plan import (
     CreateSavepoint,
-    DeleteSavepoint,
     Event,
     PatchSavepoint,
     Plan,
@@ -33,7 +34,7 @@ _REST_STOP: dict[StopMode, str | bool] = {
     StopMode.SUSPEND: "suspend",
     StopMode.TERMINATE: "terminate",
 }
-_DESIRED = {StopMode.SUSPEND: "suspended", StopMode.TERMINATE: "finished"}
+_DESIRED = {StopMode.SUSPEND: JobState.SUSPENDED, StopMode.TERMINATE: JobState.FINISHED}
 
 
 @dataclass
@@ -50,113 +51,172 @@ def _with(view: SavepointView, **changes: object) -> SavepointStatus:
     return view.status.model_copy(update=changes)
 
 
+def outcome_events(name: str, uid: str | None, status: SavepointStatus) -> list[Event]:
+    """The events of a savepoint that has ended: one on its job, one on the Savepoint itself."""
+    if status.state is SavepointState.COMPLETED:
+        return [
+            Event("Normal", "SavepointCompleted", f"savepoint {name} completed at {status.path}"),
+            Event("Normal", "Completed", f"savepoint at {status.path}", savepoint=name, uid=uid),
+        ]
+    if status.state in (SavepointState.FAILED, SavepointState.ABANDONED):
+        text = f"savepoint {name} {status.state.value.lower()}: {status.error}"
+        return [
+            Event("Warning", f"Savepoint{status.state.value}", text),
+            Event("Warning", status.state.value, status.error or "", savepoint=name, uid=uid),
+        ]
+    return []
+
+
 def _finish(plan: Plan, view: SavepointView, status: SavepointStatus) -> None:
     plan.actions.append(PatchSavepoint(view.name, status))
-    if status.state is SavepointState.COMPLETED:
-        plan.events.append(
-            Event("Normal", "SavepointCompleted", f"savepoint {view.name} completed at {status.path}")
-        )
-        plan.events.append(
-            Event("Normal", "Completed", f"savepoint at {status.path}", savepoint=view.name, uid=view.uid)
-        )
-    elif status.state in (SavepointState.FAILED, SavepointState.ABANDONED):
-        text = f"savepoint {view.name} {status.state.value.lower()}: {status.error}"
-        plan.events.append(Event("Warning", f"Savepoint{status.state.value}", text))
-        plan.events.append(
-            Event("Warning", status.state.value, status.error or "", savepoint=view.name, uid=view.uid)
-        )
+    plan.events.extend(outcome_events(view.name, view.uid, status))
+
+
+@dataclass
+class _Round:
+    """One pass over a job's Savepoints, oldest first: what the later ones must know of the earlier."""
+
+    ctx: JobContext
+    obs: Observed
+    plan: Plan
+    outlook: SavepointOutlook = field(default_factory=SavepointOutlook)
+    # A savepoint is in flight on the coordinator, or was triggered in this round: one at a time.
+    in_flight: bool = False
+    triggered_now: bool = False
+
+    @property
+    def live_job_id(self) -> str | None:
+        return self.obs.coordinator.job_id if self.obs.coordinator is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.obs.coordinator is not None and self.obs.coordinator.state == RunState.RUNNING
 
 
 def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutlook:
-    outlook = SavepointOutlook()
-    coordinator = obs.coordinator
-    live_job_id = coordinator.job_id if coordinator is not None else None
-    running = coordinator is not None and coordinator.state == "RUNNING"
-    in_flight = any(v.status.trigger_id for v in obs.savepoints if not v.status.state.terminal)
-    triggered_now = False
+    """Decide, for each of the job's Savepoints by its state, what happens to it in this reconcile."""
+    round_ = _Round(ctx, obs, plan)
+    round_.in_flight = any(v.status.trigger_id for v in obs.savepoints if not v.status.state.terminal)
     for view in sorted(obs.savepoints, key=lambda v: v.created):
-        status = view.status
-        if status.state.terminal:
-            if (
-                view.spec is not None
-                and view.spec.stop is not StopMode.NONE
-                and status.state is SavepointState.COMPLETED
-                and live_job_id is not None
-                and status.job_id == live_job_id
-            ):
-                outlook.completed_stop = view
-            if (
-                view.spec is not None
-                and view.spec.stop is not StopMode.NONE
-                and view.labels.get(LABEL_GENERATION) == str(ctx.generation)
-                and status.state is not SavepointState.COMPLETED
-            ):
-                outlook.failed_stop = view
-            continue
-        if view.spec is None:
+        if view.status.state.terminal:
+            _ended(round_, view)
+        elif view.spec is None:
             _finish(plan, view, _with(view, state=SavepointState.FAILED, error=view.spec_error))
-            continue
-        stop = view.spec.stop
-        refusal = _target_refusal(ctx, view) if status.trigger_id is None else None
-        if refusal is not None:  # refused before anything else: a stop it asks for does not happen either
+        elif view.status.trigger_id is not None:
+            if _triggered(round_, view):
+                _stop_request(round_, view)
+        elif (refusal := _target_refusal(ctx, view)) is not None:
+            # Refused before anything else: a stop it asks for does not happen either.
             _finish(plan, view, _with(view, state=SavepointState.FAILED, error=refusal))
-            continue
-        if status.trigger_id is not None:
-            new = _follow(ctx, obs, view)
-            if new is None:
-                plan.soon(1.0)
-            elif new.state.terminal:
-                _finish(plan, view, new)
-                if stop is not StopMode.NONE and new.state is not SavepointState.COMPLETED:
-                    outlook.failed_stop = view
-                elif stop is not StopMode.NONE:
-                    outlook.completed_stop = view
-                continue
-            else:
-                plan.actions.append(PatchSavepoint(view.name, new))
-                in_flight = new.trigger_id is not None
-        if stop is not StopMode.NONE:
-            outlook.active_stop = outlook.active_stop or view
-            wanted = _DESIRED[stop]
-            if ctx.spec.state.value != wanted and not view.owned:
-                plan.actions.append(SetDesiredState(wanted, view.name))
-                plan.events.append(
-                    Event(
-                        "Normal",
-                        "StopRequested",
-                        f"Savepoint {view.name} asks to stop with {stop.value}: spec.state={wanted}",
-                    )
-                )
-        if view.status.trigger_id is not None or in_flight or triggered_now or view.deleting:
-            continue  # a Savepoint deleted before it was triggered is not taken at all
-        if view.spec.dispose_on_delete and not view.finalized:
-            # Its files may only be written once the finalizer that removes them is on the object: a
-            # Savepoint deleted right after creation would otherwise leave them behind.
-            plan.soon(1.0)
-            continue
-        if running and live_job_id is not None:
-            target = view.spec.target_directory or m.savepoint_dir(ctx.spec, ctx.owner, ctx.config)
-            plan.actions.append(TriggerSavepoint(view.name, _REST_STOP[stop], target, live_job_id))
-            plan.events.append(
-                Event(
-                    "Normal",
-                    "SavepointTriggered",
-                    f"savepoint {view.name} (stop: {stop.value}) triggered on job {live_job_id}",
-                )
-            )
-            triggered_now = True
-            plan.soon(1.0)
-        elif obs.pod is None or obs.pod.exited:
-            error = (
-                f"StreamJob {ctx.owner.name!r} is not running (lifecycle "
-                f"{ctx.status.lifecycle_state.value}); a savepoint needs a running job"
-            )
-            _finish(plan, view, _with(view, state=SavepointState.FAILED, error=error))
-            if stop is not StopMode.NONE:
-                outlook.active_stop = None if outlook.active_stop is view else outlook.active_stop
         else:
-            plan.soon(2.0)  # the coordinator is starting; trigger once the job runs
-    return outlook
+            _stop_request(round_, view)
+            _not_triggered(round_, view)
+    return round_.outlook
+
+
+def _is_stop(view: SavepointView) -> bool:
+    return view.spec is not None and view.spec.stop is not StopMode.NONE
+
+
+def _ended(round_: _Round, view: SavepointView) -> None:
+    """A Savepoint that has ended tells the job whether its stop completed or failed for good."""
+    status = view.status
+    if not _is_stop(view):
+        return
+    completed = status.state is SavepointState.COMPLETED
+    if completed and round_.live_job_id is not None and status.job_id == round_.live_job_id:
+        round_.outlook.completed_stop = view
+    if not completed and view.labels.get(LABEL_GENERATION) == str(round_.ctx.generation):
+        round_.outlook.failed_stop = view
+
+
+def _triggered(round_: _Round, view: SavepointView) -> bool:
+    """Follow a triggered savepoint; False once it has ended (nothing more to do for it)."""
+    new = _follow(round_.ctx, round_.obs, view)
+    if new is None:
+        round_.plan.soon(1.0)
+        return True
+    if new.state.terminal:
+        _finish(round_.plan, view, new)
+        if _is_stop(view):
+            if new.state is SavepointState.COMPLETED:
+                round_.outlook.completed_stop = view
+            else:
+                round_.outlook.failed_stop = view
+        return False
+    round_.plan.actions.append(PatchSavepoint(view.name, new))
+    round_.in_flight = new.trigger_id is not None
+    return True
+
+
+def _stop_request(round_: _Round, view: SavepointView) -> None:
+    """A live stop Savepoint: the job is stopping; a user's one also sets the job's spec.state."""
+    assert view.spec is not None
+    stop = view.spec.stop
+    if stop is StopMode.NONE:
+        return
+    round_.outlook.active_stop = round_.outlook.active_stop or view
+    wanted = _DESIRED[stop]
+    if round_.ctx.spec.state is not wanted and not view.owned:
+        round_.plan.actions.append(SetDesiredState(wanted, view.name))
+        round_.plan.events.append(
+            Event(
+                "Normal",
+                "StopRequested",
+                f"Savepoint {view.name} asks to stop with {stop.value}: spec.state={wanted.value}",
+            )
+        )
+
+
+def _not_triggered(round_: _Round, view: SavepointView) -> None:
+    """Trigger a Savepoint not triggered yet, once the job runs and nothing else is in flight."""
+    assert view.spec is not None
+    ctx, obs, plan = round_.ctx, round_.obs, round_.plan
+    if round_.in_flight or round_.triggered_now or view.deleting:
+        return  # a Savepoint deleted before it was triggered is not taken at all
+    if view.spec.dispose_on_delete and not view.finalized:
+        # Its files may only be written once the finalizer that removes them is on the object: a
+        # Savepoint deleted right after creation would otherwise leave them behind.
+        plan.soon(1.0)
+        return
+    job_id = round_.live_job_id
+    if round_.running and job_id is not None:
+        plan.actions.append(_trigger(ctx, view, job_id))
+        plan.events.append(
+            Event(
+                "Normal",
+                "SavepointTriggered",
+                f"savepoint {view.name} (stop: {view.spec.stop.value}) triggered on job {job_id}",
+            )
+        )
+        round_.triggered_now = True
+        plan.soon(1.0)
+    elif obs.pod is None or obs.pod.exited:
+        error = (
+            f"StreamJob {ctx.owner.name!r} is not running (lifecycle "
+            f"{ctx.status.lifecycle_state.value}); a savepoint needs a running job"
+        )
+        _finish(plan, view, _with(view, state=SavepointState.FAILED, error=error))
+        if round_.outlook.active_stop is view:
+            round_.outlook.active_stop = None
+    else:
+        plan.soon(2.0)  # the coordinator is starting; trigger once the job runs
+
+
+def _trigger(ctx: JobContext, view: SavepointView, job_id: str) -> TriggerSavepoint:
+    """The trigger, with both ways its attempt can go: accepted, or refused (counted against backoff)."""
+    assert view.spec is not None
+    failures = view.status.failures + 1
+    refused = SavepointState.FAILED if failures > view.spec.backoff_limit else SavepointState.PENDING
+    return TriggerSavepoint(
+        view.name,
+        _REST_STOP[view.spec.stop],
+        view.spec.target_directory or m.savepoint_dir(ctx.spec, ctx.owner, ctx.config),
+        job_id,
+        accepted=_with(view, state=SavepointState.IN_PROGRESS, job_id=job_id, error=None),
+        refused=_with(view, state=refused, failures=failures),
+        uid=view.uid,
+    )
 
 
 def _target_refusal(ctx: JobContext, view: SavepointView) -> str | None:
@@ -174,7 +234,7 @@ def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointSta
     poll = obs.savepoint_polls.get(status.trigger_id or "")
     if poll is not None:
         answer = str(poll.get("status"))
-        if answer == "COMPLETED":
+        if answer == TriggerState.COMPLETED:
             return _with(
                 view,
                 state=SavepointState.COMPLETED,
@@ -183,7 +243,7 @@ def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointSta
                 completion_time=rfc3339(ctx.now_ms),
                 error=None,
             )
-        if answer == "IN_PROGRESS":
+        if answer == TriggerState.IN_PROGRESS:
             return None
         failures = status.failures + 1
         error = str(poll.get("error") or f"the coordinator answered {answer}")
@@ -192,7 +252,11 @@ def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointSta
         return _with(view, state=SavepointState.PENDING, failures=failures, error=error, trigger_id=None)
     result = obs.result
     if result is not None and result.job_id == status.job_id:
-        if view.spec.stop is not StopMode.NONE and result.stop_savepoint and result.state == "FINISHED":
+        if (
+            view.spec.stop is not StopMode.NONE
+            and result.stop_savepoint
+            and result.state == RunState.FINISHED
+        ):
             return _with(
                 view,
                 state=SavepointState.COMPLETED,
@@ -235,80 +299,3 @@ def ensure_stop_savepoint(ctx: JobContext, plan: Plan, kind: SavepointKind) -> N
         )
     )
     plan.soon(1.0)
-
-
-def periodic_and_cleanup(
-    ctx: JobContext, obs: Observed, plan: Plan, *, job_running: bool, start_ms: int | None
-) -> None:
-    """Take the next periodic savepoint when it is due, and trim the history of operator-made ones."""
-    if job_running:
-        _periodic(ctx, obs, plan, start_ms)
-    _trim_history(ctx, obs, plan)
-
-
-def _periodic(ctx: JobContext, obs: Observed, plan: Plan, start_ms: int | None) -> None:
-    policy = ctx.spec.savepoints
-    if not policy.periodic_interval or any(not v.status.state.terminal for v in obs.savepoints):
-        return  # one savepoint at a time: a periodic one waits for any other in flight
-    periodic = [millis(v.created) or 0 for v in obs.savepoints if v.labels.get(c.LABEL_TRIGGER) == "periodic"]
-    since = max([*periodic, start_ms or ctx.now_ms])
-    if ctx.now_ms - since < duration_ms(policy.periodic_interval):
-        return
-    manifest = m.operator_savepoint(
-        ctx.owner,
-        kind=SavepointKind.PERIODIC,
-        stop=StopMode.NONE,
-        stamp=ctx.now_ms // 1000,
-        dispose_on_delete=policy.dispose_on_delete,
-    )
-    plan.actions.append(CreateSavepoint(manifest))
-
-
-def _ended_at(view: SavepointView) -> str:
-    return view.status.completion_time or view.created
-
-
-def _trim_history(ctx: JobContext, obs: Observed, plan: Plan) -> None:
-    """Delete operator-made savepoints beyond historyMaxCount or older than historyMaxAge.
-
-    The newest completed savepoint of the job stays whatever its age: it is where the job would resume
-    from. A user's Savepoints are the user's to delete and are never touched, nor counted. Periodic
-    savepoints that failed are trimmed by the same rules, counted on their own, so that a job whose
-    savepoints keep failing does not pile up one object per interval.
-    """
-    completed = sorted(
-        (v for v in obs.savepoints if v.status.state is SavepointState.COMPLETED), key=_ended_at, reverse=True
-    )
-    latest = completed[0].name if completed else None
-    failed_periodic = sorted(
-        (
-            v
-            for v in obs.savepoints
-            if v.status.state.terminal
-            and v.status.state is not SavepointState.COMPLETED
-            and v.labels.get(c.LABEL_TRIGGER) == SavepointKind.PERIODIC.value
-        ),
-        key=_ended_at,
-        reverse=True,
-    )
-    for views in (completed, failed_periodic):
-        kept = 0
-        for view in views:
-            if not view.owned or view.deleting:
-                continue  # a user's, or already on its way out (its finalizer is disposing of files)
-            reason = _too_many_or_too_old(ctx, view, kept) if view.name != latest else None
-            if reason is None:
-                kept += 1
-            else:
-                plan.actions.append(DeleteSavepoint(view.name, reason))
-
-
-def _too_many_or_too_old(ctx: JobContext, view: SavepointView, kept: int) -> str | None:
-    policy = ctx.spec.savepoints
-    if kept >= policy.history_max_count:
-        return f"more than {policy.history_max_count} savepoints"
-    if policy.history_max_age is not None:
-        age = ctx.now_ms - (millis(_ended_at(view)) or ctx.now_ms)
-        if age > duration_ms(policy.history_max_age):
-            return f"older than {policy.history_max_age}"
-    return None

@@ -15,6 +15,8 @@ from typing import Any
 
 import fsspec
 
+from sluice_operator.models import RunState
+
 from .observed import JobResult, Snapshot
 
 _CHK = re.compile(r"chk-(\d+)$")
@@ -65,7 +67,7 @@ class Storage:
             return None
         return JobResult(
             job_id=str(data.get("jobId") or job_id),
-            state=str(data.get("state") or "UNKNOWN"),
+            state=str(data.get("state") or RunState.UNKNOWN),
             timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
             # Not lastSavepoint: a bounded job that took a plain (periodic) savepoint and then ended on
             # its own has one, and starting a new run from it would write everything after it again.

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from sluice_operator import manifests as m
 from sluice_operator.manifests.coordinator_args import SPARK_AUTH_KEY
-from sluice_operator.models import OperatorConfig, SavepointSpec, StreamJobSpec
+from sluice_operator.models import DegradedReason, OperatorConfig, SavepointSpec, StreamJobSpec
 from sluice_operator.models.config import ENV_ALLOW_PRIVILEGED
 
 from .privileges import escalations
@@ -20,7 +20,7 @@ class InvalidSpecError(ValueError):
     """The spec cannot be acted on; the message is meant for the user (status, events), `reason` names
     the Degraded condition's reason."""
 
-    def __init__(self, message: str, reason: str = "InvalidSpec") -> None:
+    def __init__(self, message: str, reason: DegradedReason = DegradedReason.INVALID_SPEC) -> None:
         super().__init__(message)
         self.reason = reason
 
@@ -96,7 +96,7 @@ def require_storage(spec: StreamJobSpec, config: OperatorConfig) -> None:
     """InvalidSpecError if the job would have nowhere to keep checkpoints and savepoints."""
     problem = m.missing_storage(spec, config)
     if problem is not None:
-        raise InvalidSpecError(problem, reason="NoStorage")
+        raise InvalidSpecError(problem, reason=DegradedReason.NO_STORAGE)
 
 
 def savepoint_spec(raw: Any) -> SavepointSpec:

@@ -8,6 +8,7 @@ from sluice_operator import manifests as m
 from sluice_operator.models import SavepointSpec, SavepointStatus, StreamJobSpec, StreamJobStatus
 from sluice_operator.services.context import JobContext
 from sluice_operator.services.observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
+from sluice_operator.services.plan import Plan
 
 from ._fixtures import CONFIG, OWNER, spec
 
@@ -28,6 +29,11 @@ def ctx(
         now_ms=NOW,
         new_job_id=NEW_ID,
     )
+
+
+def status_of(plan: Plan) -> dict[str, Any]:
+    """The decided status as the operator writes it (camelCase, no nulls)."""
+    return plan.status.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def deployed_status(job: StreamJobSpec, lifecycle: str = "Running", **extra: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from ._situations import (
     result,
     savepoint,
     snapshot,
+    status_of,
 )
 
 
@@ -42,7 +43,7 @@ def _only(plan: Plan, kind: type) -> Any:
 
 
 def _condition(plan: Plan, kind: str) -> dict[str, Any]:
-    return next(c for c in plan.status["conditions"] if c["type"] == kind)
+    return next(c for c in status_of(plan)["conditions"] if c["type"] == kind)
 
 
 def test_a_new_job_starts_from_its_initial_savepoint() -> None:
@@ -51,9 +52,13 @@ def test_a_new_job_starts_from_its_initial_savepoint() -> None:
     start = _only(plan, StartRun)
     assert start.run.job_id == NEW_ID
     assert start.run.restore_from == "s3://b/sp/savepoint-x-1"
-    assert plan.status["lifecycleState"] == "Deploying"
-    assert plan.status["job"] == {"id": NEW_ID, "state": "CREATED", "restoredFrom": "s3://b/sp/savepoint-x-1"}
-    assert plan.status["lastReconciledSpec"]
+    assert status_of(plan)["lifecycleState"] == "Deploying"
+    assert status_of(plan)["job"] == {
+        "id": NEW_ID,
+        "state": "CREATED",
+        "restoredFrom": "s3://b/sp/savepoint-x-1",
+    }
+    assert status_of(plan)["lastReconciledSpec"]
     assert _condition(plan, "Progressing")["status"] == "True"
     assert _condition(plan, "Ready")["status"] == "False"
 
@@ -61,7 +66,7 @@ def test_a_new_job_starts_from_its_initial_savepoint() -> None:
 def test_a_new_suspended_job_is_not_started() -> None:
     plan = decide(ctx(spec(state="suspended")), Observed())
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Suspended"
+    assert status_of(plan)["lifecycleState"] == "Suspended"
     assert _condition(plan, "Ready")["status"] == "True"
 
 
@@ -69,11 +74,11 @@ def test_a_running_job_mirrors_the_coordinator() -> None:
     job = spec()
     plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator()))
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Running"
-    assert plan.status["job"]["subtasks"] == {"running": 6, "finished": 2, "total": 8}
-    assert plan.status["lastCheckpoint"]["id"] == 7
-    assert plan.status["lastCheckpoint"]["fullyFinishedOperators"] == ["numbers"]
-    assert plan.status["lastStableSpec"] == plan.status["lastReconciledSpec"]
+    assert status_of(plan)["lifecycleState"] == "Running"
+    assert status_of(plan)["job"]["subtasks"] == {"running": 6, "finished": 2, "total": 8}
+    assert status_of(plan)["lastCheckpoint"]["id"] == 7
+    assert status_of(plan)["lastCheckpoint"]["fullyFinishedOperators"] == ["numbers"]
+    assert status_of(plan)["lastStableSpec"] == status_of(plan)["lastReconciledSpec"]
     assert _condition(plan, "Ready")["status"] == "True"
     assert _condition(plan, "Degraded")["status"] == "False"
 
@@ -85,7 +90,7 @@ def test_running_to_suspended_creates_a_stop_savepoint() -> None:
     assert created["metadata"]["name"] == "counts-suspend-3"
     assert created["spec"]["stop"] == "suspend"
     assert created["metadata"]["labels"]["sluice.dev/job-generation"] == "3"
-    assert plan.status["lifecycleState"] == "Stopping"
+    assert status_of(plan)["lifecycleState"] == "Stopping"
 
 
 def test_running_to_finished_stops_with_drain() -> None:
@@ -104,7 +109,7 @@ def test_a_pending_stop_savepoint_is_triggered_on_the_running_job() -> None:
     trigger = _only(plan, TriggerSavepoint)
     assert (trigger.name, trigger.stop, trigger.job_id) == ("counts-suspend-3", "suspend", OLD_ID)
     assert trigger.target_directory == "s3://bucket/sluice/savepoints/jobs/counts"
-    assert plan.status["lifecycleState"] == "Stopping"
+    assert status_of(plan)["lifecycleState"] == "Stopping"
 
 
 def test_a_completed_poll_completes_the_savepoint() -> None:
@@ -128,11 +133,11 @@ def test_after_the_stop_the_pods_go_and_the_job_is_suspended() -> None:
     ended = result(savepoint="s3://b/sp/savepoint-eeee-8")
     plan = decide(ctx(job, status), Observed(pod=pod(job, "Succeeded"), result=ended))
     assert _only(plan, DeletePods).names == ("counts-coordinator",)
-    assert plan.status["lifecycleState"] == "Suspended"
+    assert status_of(plan)["lifecycleState"] == "Suspended"
     plan = decide(ctx(job, status), Observed(result=ended))
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Suspended"
-    assert plan.status["job"]["state"] == "FINISHED"
+    assert status_of(plan)["lifecycleState"] == "Suspended"
+    assert status_of(plan)["job"]["state"] == "FINISHED"
 
 
 def test_a_suspended_job_still_trims_its_savepoint_history() -> None:
@@ -148,7 +153,7 @@ def test_a_suspended_job_still_trims_its_savepoint_history() -> None:
     ]
     ended = result(savepoint="s3://b/sp/savepoint-eeee-8")
     plan = decide(ctx(job, deployed_status(job, "Suspended")), Observed(result=ended, savepoints=old))
-    assert plan.status["lifecycleState"] == "Suspended"
+    assert status_of(plan)["lifecycleState"] == "Suspended"
     # Both are days old; the newest completed one stays, where the job would resume from.
     assert [(a.name, a.reason) for a in plan.actions if isinstance(a, DeleteSavepoint)] == [
         ("counts-periodic-1", "older than 1h")
@@ -163,7 +168,7 @@ def test_suspended_to_running_resumes_from_the_stop_savepoint() -> None:
     )
     start = _only(plan, StartRun)
     assert start.run.restore_from == "s3://b/sp/savepoint-eeee-8"
-    assert plan.status["lifecycleState"] == "Deploying"
+    assert status_of(plan)["lifecycleState"] == "Deploying"
 
 
 def test_a_suspended_stateless_job_resumes_its_changed_spec_from_the_stop_savepoint() -> None:
@@ -192,8 +197,8 @@ def test_a_failed_stop_leaves_the_job_running_with_an_error() -> None:
     patch = _only(plan, PatchSavepoint)
     assert patch.status.state == "Failed"
     assert patch.status.error == "sink refused to pre-commit"
-    assert plan.status["lifecycleState"] == "Running"
-    assert "stop with savepoint failed" in plan.status["error"]
+    assert status_of(plan)["lifecycleState"] == "Running"
+    assert "stop with savepoint failed" in status_of(plan)["error"]
     assert _condition(plan, "Degraded")["status"] == "True"
     assert any(e.type == "Warning" and e.reason == "SavepointFailed" for e in plan.events)
     assert not any(isinstance(a, CreateSavepoint) for a in plan.actions)
@@ -208,7 +213,7 @@ def test_a_failed_stop_is_not_retried_for_the_same_generation() -> None:
         ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp])
     )
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Running"
+    assert status_of(plan)["lifecycleState"] == "Running"
 
 
 def test_savepoint_retries_up_to_the_backoff_limit() -> None:
@@ -230,7 +235,7 @@ def test_savepoint_mode_upgrade_takes_an_upgrade_savepoint() -> None:
     created = _only(plan, CreateSavepoint).manifest
     assert created["metadata"]["name"] == "counts-upgrade-3"
     assert created["spec"]["stop"] == "suspend"
-    assert plan.status["lifecycleState"] == "Upgrading"
+    assert status_of(plan)["lifecycleState"] == "Upgrading"
 
 
 def test_after_an_upgrade_savepoint_the_new_spec_starts_from_it() -> None:
@@ -240,14 +245,14 @@ def test_after_an_upgrade_savepoint_the_new_spec_starts_from_it() -> None:
     start = _only(plan, StartRun)
     assert start.run.restore_from == "s3://b/sp/savepoint-eeee-9"
     assert start.run.spec.parallelism == 8
-    assert plan.status["lifecycleState"] == "Upgrading"
+    assert status_of(plan)["lifecycleState"] == "Upgrading"
 
 
 def test_last_state_upgrade_restarts_from_the_latest_checkpoint_in_storage() -> None:
     old, new = spec(upgradeMode="last-state"), spec(upgradeMode="last-state", parallelism=8)
     plan = decide(ctx(new, deployed_status(old)), Observed(pod=pod(old), coordinator=coordinator()))
     assert _only(plan, DeletePods).names == ("counts-coordinator",)
-    assert plan.status["lifecycleState"] == "Upgrading"
+    assert status_of(plan)["lifecycleState"] == "Upgrading"
     # The coordinator is gone: the checkpoint comes from storage alone.
     plan = decide(ctx(new, deployed_status(old, "Upgrading")), Observed(latest_checkpoint=snapshot()))
     assert _only(plan, StartRun).run.restore_from == f"s3://b/chk/{OLD_ID}/chk-9"
@@ -269,9 +274,9 @@ def test_a_bounded_job_ends_finished_with_all_operators_finished() -> None:
     job = spec()
     plan = decide(ctx(job, deployed_status(job)), Observed(result=result(), last_result_snapshot=snapshot()))
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Finished"
-    assert plan.status["lastCheckpoint"]["allOperatorsFinished"] is True
-    assert plan.status["lastCheckpoint"]["id"] == 9
+    assert status_of(plan)["lifecycleState"] == "Finished"
+    assert status_of(plan)["lastCheckpoint"]["allOperatorsFinished"] is True
+    assert status_of(plan)["lastCheckpoint"]["id"] == 9
     assert _condition(plan, "Ready")["status"] == "True"
 
 
@@ -281,7 +286,7 @@ def test_an_ended_job_stays_at_rest_while_its_pod_is_deleted(lifecycle: str, sta
     ended = result(savepoint="s3://b/sp/savepoint-eeee-8" if state == "suspended" else None)
     going = pod(job, "Succeeded", terminating=True)
     plan = decide(ctx(job, deployed_status(job, lifecycle)), Observed(pod=going, result=ended))
-    assert plan.status["lifecycleState"] == lifecycle
+    assert status_of(plan)["lifecycleState"] == lifecycle
     assert not any(e.reason == "Deploying" for e in plan.events)
 
 
@@ -289,14 +294,14 @@ def test_the_coordinator_reporting_finished_waits_for_the_stored_result() -> Non
     job = spec()
     plan = decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator("FINISHED")))
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Running"
+    assert status_of(plan)["lifecycleState"] == "Running"
 
 
 def test_a_failed_job_is_failed_and_degraded() -> None:
     job = spec()
     plan = decide(ctx(job, deployed_status(job)), Observed(result=result("FAILED")))
-    assert plan.status["lifecycleState"] == "Failed"
-    assert "boom" in plan.status["error"]
+    assert status_of(plan)["lifecycleState"] == "Failed"
+    assert "boom" in status_of(plan)["error"]
     assert _condition(plan, "Degraded")["reason"] == "JobFailed"
 
 
@@ -416,9 +421,9 @@ def test_history_keeps_max_count_of_operator_savepoints_and_the_latest() -> None
 
     deleted = sorted(a.name for a in plan.actions if isinstance(a, DeleteSavepoint))
     assert deleted == ["counts-periodic-0", "counts-periodic-1", "counts-periodic-2"]
-    assert plan.status["lastSavepoint"]["path"] == "s3://p4"
+    assert status_of(plan)["lastSavepoint"]["path"] == "s3://p4"
     # Those deleted now are no restore points any more: the history lists only what stays.
-    assert [h["name"] for h in plan.status["savepointHistory"]] == [
+    assert [h["name"] for h in status_of(plan)["savepointHistory"]] == [
         "counts-periodic-4",
         "counts-periodic-3",
         "users-own",
@@ -435,7 +440,7 @@ def test_a_savepoint_whose_files_are_being_disposed_of_is_not_in_the_history() -
     plan = decide(
         ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=views)
     )
-    assert [h["name"] for h in plan.status["savepointHistory"]] == ["new"]
+    assert [h["name"] for h in status_of(plan)["savepointHistory"]] == ["new"]
 
 
 def test_history_max_age_never_deletes_the_latest() -> None:
@@ -464,11 +469,11 @@ def test_conditions_keep_their_transition_time_while_unchanged() -> None:
     status = {
         **deployed_status(job),
         "conditions": [
-            {**c, "lastTransitionTime": "2020-01-01T00:00:00Z"} for c in first.status["conditions"]
+            {**c, "lastTransitionTime": "2020-01-01T00:00:00Z"} for c in status_of(first)["conditions"]
         ],
     }
     again = decide(ctx(job, status), Observed(pod=pod(job), coordinator=coordinator()))
-    assert {c["lastTransitionTime"] for c in again.status["conditions"]} == {"2020-01-01T00:00:00Z"}
+    assert {c["lastTransitionTime"] for c in status_of(again)["conditions"]} == {"2020-01-01T00:00:00Z"}
 
 
 def test_a_usage_error_fails_the_job_until_the_spec_changes() -> None:
@@ -476,12 +481,12 @@ def test_a_usage_error_fails_the_job_until_the_spec_changes() -> None:
     exited = pod(job, "Failed", reason="Error, exit code 2", exit_code=2, finished_ms=NOW - 60_000)
     plan = decide(ctx(job, deployed_status(job)), Observed(pod=exited))
     assert plan.actions == []
-    assert plan.status["lifecycleState"] == "Failed"
-    assert "kubectl logs counts-coordinator" in plan.status["error"]
+    assert status_of(plan)["lifecycleState"] == "Failed"
+    assert "kubectl logs counts-coordinator" in status_of(plan)["error"]
     fixed = spec(pipeline={"file": "examples/other.py"})
     plan = decide(ctx(fixed, deployed_status(job, "Failed")), Observed(pod=exited))
     assert _only(plan, DeletePods).names == ("counts-coordinator",)
-    assert plan.status["lifecycleState"] == "Upgrading"
+    assert status_of(plan)["lifecycleState"] == "Upgrading"
 
 
 def test_a_crash_loop_restarts_at_most_every_ten_seconds() -> None:

@@ -8,7 +8,7 @@ from sluice_operator.services.decide import decide
 from sluice_operator.services.observed import Observed
 
 from ._fixtures import run, spec
-from ._situations import coordinator, ctx, deployed_status, pod
+from ._situations import coordinator, ctx, deployed_status, pod, status_of
 
 
 def test_rates_and_the_dashboard_url_of_a_running_job() -> None:
@@ -17,9 +17,9 @@ def test_rates_and_the_dashboard_url_of_a_running_job() -> None:
     plan = decide(
         ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(rates=rates))
     )
-    assert plan.status["job"]["recordsReadPerSecond"] == 1234.6
-    assert "recordsWrittenPerSecond" not in plan.status["job"]  # none measured: no figure
-    assert plan.status["dashboardUrl"] == "http://counts-rest.jobs.svc:8081/"
+    assert status_of(plan)["job"]["recordsReadPerSecond"] == 1234.6
+    assert "recordsWrittenPerSecond" not in status_of(plan)["job"]  # none measured: no figure
+    assert status_of(plan)["dashboardUrl"] == "http://counts-rest.jobs.svc:8081/"
 
 
 def test_no_stale_rates_or_url_once_the_coordinator_is_gone() -> None:
@@ -28,8 +28,8 @@ def test_no_stale_rates_or_url_once_the_coordinator_is_gone() -> None:
     status["job"]["recordsReadPerSecond"] = 10.0
     exited = pod(job, phase="Failed")
     plan = decide(ctx(job, status), Observed(pod=exited))
-    assert "dashboardUrl" not in plan.status
-    assert "recordsReadPerSecond" not in (plan.status.get("job") or {})
+    assert "dashboardUrl" not in status_of(plan)
+    assert "recordsReadPerSecond" not in (status_of(plan).get("job") or {})
 
 
 def test_wide_columns_show_records_per_second_and_the_last_checkpoints_age() -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from sluice_operator.services.observe import pod_view, savepoint_view
-from sluice_operator.services.reconcile import status_delta
+from sluice_operator.services.record import status_delta
 from sluice_operator.services.storage import Storage, storage_options
 
 

@@ -9,7 +9,7 @@ from sluice_operator.services.observed import CoordinatorView, Observed
 from sluice_operator.services.old_runs import expired_runs, remember_run, run_of
 
 from ._fixtures import spec
-from ._situations import NEW_ID, NOW, OLD_ID, ctx, deployed_status, pod, savepoint
+from ._situations import NEW_ID, NOW, OLD_ID, ctx, deployed_status, pod, savepoint, status_of
 
 CHK = "s3://bucket/sluice/checkpoints/jobs/counts"
 A, B = "a" * 32, "b" * 32
@@ -62,8 +62,8 @@ def test_only_runs_this_job_started_are_touched() -> None:
 def test_a_new_run_is_recorded_when_it_starts() -> None:
     job = spec()
     plan = decide(ctx(job, {"checkpointRuns": [A]}), Observed())
-    assert plan.status["job"]["id"] == NEW_ID
-    assert plan.status["checkpointRuns"] == [A, NEW_ID]
+    assert status_of(plan)["job"]["id"] == NEW_ID
+    assert status_of(plan)["checkpointRuns"] == [A, NEW_ID]
     assert remember_run([A, NEW_ID], NEW_ID) == [A, NEW_ID]
 
 

@@ -9,7 +9,14 @@ import pytest
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Refused
-from sluice_operator.models import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
+from sluice_operator.models import (
+    Condition,
+    ConfigError,
+    MonitorReason,
+    OperatorConfig,
+    PodMonitorConfig,
+    ScraperConfig,
+)
 from sluice_operator.services.monitoring import MonitorState, ensure_pod_monitor, monitor_condition
 
 from ._fixtures import OWNER, run
@@ -118,37 +125,37 @@ def test_prometheus_pods_may_reach_the_rest_port_through_the_network_policy() ->
     assert len(unscraped["spec"]["ingress"][1]["from"]) == 1, "only the operator without the option"
 
 
-_MISSING = MonitorState(False, "PodMonitorCRDMissing", "the CRD podmonitors.monitoring.coreos.com ...")
-_CREATED = MonitorState(True, "PodMonitorCreated", "PodMonitor counts-coordinator scrapes /metrics")
-_READY = MonitorState(True, "PodMonitorReady", "PodMonitor counts-coordinator scrapes /metrics")
+_MISSING = MonitorState(False, MonitorReason.CRD_MISSING, "the CRD podmonitors.monitoring.coreos.com ...")
+_CREATED = MonitorState(True, MonitorReason.CREATED, "PodMonitor counts-coordinator scrapes /metrics")
+_READY = MonitorState(True, MonitorReason.READY, "PodMonitor counts-coordinator scrapes /metrics")
 
 
-def _monitored(status: dict[str, list[dict[str, str]]]) -> dict[str, str]:
-    return next(c for c in status["conditions"] if c["type"] == "Monitored")
+def _monitored(conditions: list[Condition]) -> Condition:
+    return next(c for c in conditions if c.type == "Monitored")
 
 
 def test_a_missing_crd_is_reported_once_and_recovery_once() -> None:
-    ready = {"type": "Ready", "status": "True", "reason": "Running"}
-    status: dict[str, list[dict[str, str]]] = {"conditions": [ready]}
-    events = monitor_condition(status, _MISSING, generation=1, now_ms=1_000)
+    ready = Condition(type="Ready", status="True", reason="Running")
+    conditions, events = monitor_condition([ready], _MISSING, generation=1, now_ms=1_000)
     assert [(e.type, e.reason) for e in events] == [("Warning", "PodMonitorCRDMissing")]
-    condition = _monitored(status)
-    assert (condition["status"], condition["reason"]) == ("False", "PodMonitorCRDMissing")
-    assert ready in status["conditions"], "the job's own conditions stay"
+    condition = _monitored(conditions)
+    assert (condition.status, condition.reason) == ("False", "PodMonitorCRDMissing")
+    assert ready in conditions, "the job's own conditions stay"
     for now in (2_000, 3_000):  # later reconciles: the condition stays, nothing more is posted
-        assert monitor_condition(status, _MISSING, generation=1, now_ms=now) == []
-    assert _monitored(status)["lastTransitionTime"] == "1970-01-01T00:00:01Z"
-    events = monitor_condition(status, _CREATED, generation=1, now_ms=4_000)
+        conditions, events = monitor_condition(conditions, _MISSING, generation=1, now_ms=now)
+        assert events == []
+    assert _monitored(conditions).last_transition_time == "1970-01-01T00:00:01Z"
+    conditions, events = monitor_condition(conditions, _CREATED, generation=1, now_ms=4_000)
     assert [(e.type, e.reason) for e in events] == [("Normal", "PodMonitorCreated")]
-    assert monitor_condition(status, _READY, generation=1, now_ms=5_000) == []
-    assert _monitored(status)["status"] == "True"
+    conditions, events = monitor_condition(conditions, _READY, generation=1, now_ms=5_000)
+    assert events == []
+    assert _monitored(conditions).status == "True"
 
 
 def test_with_the_option_off_there_is_no_monitored_condition() -> None:
-    status: dict[str, list[dict[str, str]]] = {"conditions": []}
-    monitor_condition(status, _READY, generation=1, now_ms=1_000)
-    assert monitor_condition(status, None, generation=1, now_ms=2_000) == []
-    assert status["conditions"] == []
+    conditions, _ = monitor_condition([], _READY, generation=1, now_ms=1_000)
+    assert [c.type for c in conditions] == ["Monitored"]
+    assert monitor_condition(conditions, None, generation=1, now_ms=2_000) == ([], [])
 
 
 class _Refusing:

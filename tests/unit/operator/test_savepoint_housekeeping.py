@@ -7,7 +7,7 @@ from typing import Any
 
 from sluice_operator.models import SavepointSpec
 from sluice_operator.services._time import rfc3339 as _at
-from sluice_operator.services.lifecycle import deletion_stamp, plan_deletion_savepoint
+from sluice_operator.services.deletion import deletion_stamp, plan_deletion_savepoint
 from sluice_operator.services.observed import Observed, SavepointView
 from sluice_operator.services.plan import (
     CreateSavepoint,
@@ -16,7 +16,8 @@ from sluice_operator.services.plan import (
     SetDesiredState,
     TriggerSavepoint,
 )
-from sluice_operator.services.savepoints import periodic_and_cleanup, plan_savepoints
+from sluice_operator.services.savepoint_housekeeping import periodic_and_cleanup
+from sluice_operator.services.savepoints import plan_savepoints
 
 from ._fixtures import spec
 from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, savepoint
@@ -36,7 +37,7 @@ def _housekeeping(
     views: list[SavepointView], *, running: bool = True, start_ms: int | None = START, **policy: Any
 ) -> Plan:
     job = spec(savepoints=policy)
-    plan = Plan(status={})
+    plan = Plan()
     periodic_and_cleanup(ctx(job), Observed(savepoints=views), plan, job_running=running, start_ms=start_ms)
     return plan
 
@@ -107,7 +108,7 @@ def test_a_savepoint_already_being_deleted_is_neither_deleted_again_nor_counted(
 
 def test_a_savepoint_deleted_before_it_was_triggered_is_not_taken() -> None:
     pending = dataclasses.replace(savepoint("users-own", owned=False), deleting=True)
-    plan = Plan(status={})
+    plan = Plan()
     job = spec()
     observed = Observed(pod=pod(job), coordinator=coordinator(), savepoints=[pending])
     plan_savepoints(ctx(job, deployed_status(job)), observed, plan)
@@ -128,7 +129,7 @@ def test_a_dispose_on_delete_savepoint_waits_for_its_finalizer_before_it_is_take
     observed = Observed(pod=pod(job), coordinator=coordinator(), savepoints=[fresh])
 
     def triggered(view: SavepointView) -> bool:
-        plan = Plan(status={})
+        plan = Plan()
         plan_savepoints(
             ctx(job, deployed_status(job)), dataclasses.replace(observed, savepoints=[view]), plan
         )
@@ -193,7 +194,7 @@ def test_the_deletion_savepoint_is_named_after_the_deletion_time_not_the_generat
 def _deleting(views: list[SavepointView], *, state: str = "RUNNING") -> tuple[bool, Plan]:
     job = spec(savepoints={"onDelete": True})
     obs = Observed(pod=pod(job), coordinator=coordinator(state), savepoints=views)
-    plan = Plan(status={})
+    plan = Plan()
     waiting = plan_deletion_savepoint(ctx(job, deployed_status(job)), obs, plan, 1_700_000_000)
     return waiting, plan
 
@@ -241,7 +242,7 @@ def test_a_job_that_is_not_running_is_deleted_without_a_savepoint() -> None:
 
 def test_deletion_goes_on_after_the_deletion_savepoint_ended_either_way() -> None:
     done = savepoint("counts-deletion-1700000000", "suspend", owned=False, state="Completed", path="s3://d")
-    assert _deleting([done]) == (False, Plan(status={}))
+    assert _deleting([done]) == (False, Plan())
 
     failed = savepoint("counts-deletion-1700000000", "suspend", owned=False, state="Failed", error="boom")
     waiting, plan = _deleting([failed])

@@ -14,7 +14,7 @@ from sluice_operator.services.observed import Observed, SavepointView
 from sluice_operator.services.plan import PatchSavepoint, SetDesiredState, TriggerSavepoint
 
 from ._fixtures import CONFIG, OWNER, run, spec
-from ._situations import coordinator, ctx, deployed_status, pod
+from ._situations import coordinator, ctx, deployed_status, pod, status_of
 
 OWN_SAVEPOINTS = "s3://bucket/sluice/savepoints/jobs/counts"
 OWN_CHECKPOINTS = "s3://bucket/sluice/checkpoints/jobs/counts"
@@ -101,7 +101,7 @@ def test_a_savepoint_outside_is_failed_by_the_operator_before_any_call(stop: str
     assert patch.status.state == "Failed"
     assert f"{BACKUPS!r} is not under an allowed savepoint location" in (patch.status.error or "")
     assert OWN_SAVEPOINTS in (patch.status.error or "")
-    assert plan.status["lifecycleState"] == "Running"
+    assert status_of(plan)["lifecycleState"] == "Running"
 
 
 def test_a_savepoint_under_an_allowed_prefix_is_triggered_there() -> None:

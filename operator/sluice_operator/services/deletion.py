@@ -1,15 +1,16 @@
-"""Deleting a StreamJob, and the life of a Savepoint object on its own (missing job, disposal)."""
+"""Deleting a StreamJob: its savepoint on deletion, then everything it owns (the finalizer)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Obj
 from sluice_operator.models import (
     LifecycleState,
     OperatorConfig,
+    RunState,
     SavepointKind,
     SavepointState,
     StopMode,
@@ -20,22 +21,16 @@ from sluice_operator.models import constants as c
 from ._time import millis
 from .auth import rest_token
 from .context import JobContext
-from .execute import execute, savepoint_patch
+from .execute import execute
+from .gather import gather, owner_of, read_status
 from .monitoring import delete_pod_monitor
-from .observe import Deps, job_savepoints, observe_job, savepoint_view
+from .observe import Deps, job_savepoints
 from .observed import Observed
+from .outcome import Finalized
 from .plan import CreateSavepoint, Event, Plan
-from .reconcile import job_storage, owner_of, read_status
+from .record import action_events
 from .savepoints import plan_savepoints
-from .storage import Storage
 from .validate import InvalidSpecError, require_storage, streamjob_spec
-
-
-@dataclass
-class Finalized:
-    done: bool
-    events: list[Event]
-    message: str = ""
 
 
 async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalized:
@@ -43,9 +38,9 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     owner = owner_of(job)
     ns = owner.namespace
     events: list[Event] = []
-    old = dict(job.get("status") or {})
-    if old.get("lifecycleState") != LifecycleState.DELETING.value:
-        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, {"lifecycleState": "Deleting"})
+    if read_status(job).lifecycle_state is not LifecycleState.DELETING:
+        patch = {"lifecycleState": LifecycleState.DELETING.value}
+        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, patch)
         events.append(Event("Normal", "Deleting", "deleting the job and everything it owns"))
     try:
         spec = streamjob_spec(job.get("spec"))
@@ -53,7 +48,8 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     except InvalidSpecError:
         spec = None
     if spec is not None and spec.savepoints.on_delete:
-        waiting = await _savepoint_before_delete(deps, config, job, spec, events)
+        waiting, said = await _savepoint_before_delete(deps, config, job, spec)
+        events += said
         if waiting:
             return Finalized(False, events, "waiting for the savepoint on deletion")
     for view in await job_savepoints(deps.kube, ns, owner.name, owner.uid):
@@ -67,6 +63,13 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         # grace period): TaskManagers deleted now could come back as new pods. Once it is gone,
         # nothing makes them; its own pods also go with it (they are its dependents).
         return Finalized(False, events, f"waiting for pod {coordinator} to stop")
+    await _delete_owned(deps, config, owner, pods)
+    return Finalized(True, events)
+
+
+async def _delete_owned(deps: Deps, config: OperatorConfig, owner: m.Owner, pods: list[Obj]) -> None:
+    """Everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
+    ns = owner.namespace
     for pod in pods:
         await deps.kube.delete_pod(ns, pod["metadata"]["name"])
     owned = [
@@ -86,40 +89,20 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     if config.pod_monitor is not None:
         # Like the Secret: gone now, so that a job recreated at once under the name is not refused it.
         await delete_pod_monitor(deps.kube, owner)
-    return Finalized(True, events)
 
 
 async def _savepoint_before_delete(
-    deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec, events: list[Event]
-) -> bool:
-    """True while a stop-with-savepoint of the running job is still under way."""
-    owner = owner_of(job)
-    status = read_status(job)
-    checkpoint_dir = m.checkpoint_dir(spec, owner, config)
-    storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir)
-    obs = await observe_job(
-        deps,
-        storage=storage,
-        owner=owner,
-        spec=spec,
-        status=status,
-        checkpoint_dir=checkpoint_dir,
-        rest_token=await rest_token(deps.kube, owner),
+    deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec
+) -> tuple[bool, list[Event]]:
+    """Whether a stop-with-savepoint of the running job is still under way; the events on the way."""
+    token = await rest_token(deps.kube, owner_of(job))
+    found = await gather(
+        deps, config, job, spec, rest_token=token, now_ms=int(time.time() * 1000), new_job_id=""
     )
-    ctx = JobContext(
-        owner=owner,
-        generation=int(job["metadata"].get("generation") or 0),
-        spec=spec,
-        status=status,
-        config=config,
-        now_ms=int(time.time() * 1000),
-        new_job_id="",
-    )
-    plan = Plan(status={})
-    waiting = plan_deletion_savepoint(ctx, obs, plan, deletion_stamp(job))
-    await execute(deps, obs, plan, owner)
-    events.extend(plan.events)
-    return waiting
+    plan = Plan(status=found.ctx.status)
+    waiting = plan_deletion_savepoint(found.ctx, found.obs, plan, deletion_stamp(job))
+    executed = await execute(deps, found.obs, plan, found.ctx.owner)
+    return waiting, [*plan.events, *action_events(executed)]
 
 
 def deletion_stamp(job: Obj) -> int:
@@ -141,7 +124,7 @@ def plan_deletion_savepoint(ctx: JobContext, obs: Observed, plan: Plan, stamp: i
     """
     name = m.savepoint_name(ctx.owner.name, SavepointKind.DELETION, stamp)
     mine = next((v for v in obs.savepoints if v.name == name), None)
-    running = obs.coordinator is not None and obs.coordinator.state == "RUNNING"
+    running = obs.coordinator is not None and obs.coordinator.state == RunState.RUNNING
     if mine is None:
         if not running:
             state = f" (job state {obs.coordinator.state})" if obs.coordinator is not None else ""
@@ -181,61 +164,4 @@ def plan_deletion_savepoint(ctx: JobContext, obs: Observed, plan: Plan, stamp: i
     return True
 
 
-async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
-    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job."""
-    meta = savepoint["metadata"]
-    view = savepoint_view(savepoint, None)
-    if view.status.state.terminal or meta.get("deletionTimestamp"):
-        return []
-    if view.spec is None:
-        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": view.spec_error})
-    else:
-        job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, meta["namespace"], view.spec.job_name)
-        if job is not None:
-            return []
-        error = (
-            f"StreamJob {view.spec.job_name!r} not found in namespace {meta['namespace']!r}: "
-            "create the job first or correct spec.jobName"
-        )
-        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, meta["namespace"], meta["name"], savepoint_patch(status))
-    return [Event("Warning", "Failed", status.error or "")]
-
-
-async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Finalized:
-    """On deletion of a Savepoint with disposeOnDelete: delete its files; done=True lets the finalizer go.
-
-    A savepoint still in flight has no path yet but will write files: its deletion waits until it has
-    ended (its job keeps following it), so that they do not outlive the object. Without the job nobody
-    follows it any more, and there is nothing to wait for.
-    """
-    view = savepoint_view(savepoint, None)
-    if view.spec is None or not view.spec.dispose_on_delete:
-        return Finalized(True, [])
-    ns = savepoint["metadata"]["namespace"]
-    job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
-    if job is not None and view.status.trigger_id and not view.status.state.terminal:
-        return Finalized(False, [], f"savepoint {view.name} is in progress; its files go once it has ended")
-    path = view.status.path
-    if not path:
-        return Finalized(True, [])
-    spec = None
-    if job is not None:
-        try:
-            spec = streamjob_spec(job.get("spec"))
-        except InvalidSpecError:
-            spec = None
-    storage: Storage = await job_storage(deps, config, ns, spec, path)
-    removed = await storage.dispose(path)
-    message = f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
-    return Finalized(True, [Event("Normal", "Disposed", message)])
-
-
-__all__ = [
-    "Finalized",
-    "deletion_stamp",
-    "dispose_savepoint",
-    "finalize_job",
-    "plan_deletion_savepoint",
-    "reconcile_savepoint",
-]
+__all__ = ["deletion_stamp", "finalize_job", "plan_deletion_savepoint"]

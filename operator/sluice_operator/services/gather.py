@@ -1,0 +1,90 @@
+"""What every decision about a StreamJob starts from, gathered the same way for reconcile and deletion.
+
+The job object's owner, generation and recorded status, its checkpoint storage, and everything
+`observe_job` sees: one `JobContext` and one `Observed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sluice_operator import manifests as m
+from sluice_operator.kube import Obj
+from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
+
+from .context import JobContext
+from .observe import Deps, observe_job
+from .observed import Observed
+from .storage import Storage, storage_options
+
+
+def owner_of(job: Obj) -> m.Owner:
+    meta = job["metadata"]
+    return m.Owner(name=meta["name"], namespace=meta["namespace"], uid=meta["uid"])
+
+
+def generation_of(job: Obj) -> int:
+    return int(job["metadata"].get("generation") or 0)
+
+
+def read_status(job: Obj) -> StreamJobStatus:
+    """The recorded status; one that does not parse counts as none (the operator writes it anew)."""
+    try:
+        return StreamJobStatus.model_validate(job.get("status") or {})
+    except ValueError:
+        return StreamJobStatus()
+
+
+async def job_storage(
+    deps: Deps, config: OperatorConfig, namespace: str, spec: StreamJobSpec | None, uri: str
+) -> Storage:
+    secret = (spec.storage_secret if spec is not None else None) or config.storage_secret
+    data = await deps.kube.secret_data(namespace, secret) if secret else None
+    return Storage(storage_options(uri, data or {}))
+
+
+@dataclass(frozen=True)
+class Gathered:
+    ctx: JobContext
+    obs: Observed
+    storage: Storage
+    checkpoint_dir: str
+
+
+async def gather(
+    deps: Deps,
+    config: OperatorConfig,
+    job: Obj,
+    spec: StreamJobSpec,
+    *,
+    rest_token: str | None,
+    now_ms: int,
+    new_job_id: str,
+) -> Gathered:
+    """Observe the job whose valid `spec` was read from `job`, and the context to decide on it in."""
+    owner = owner_of(job)
+    status = read_status(job)
+    checkpoint_dir = m.checkpoint_dir(spec, owner, config)
+    storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir)
+    obs = await observe_job(
+        deps,
+        storage=storage,
+        owner=owner,
+        spec=spec,
+        status=status,
+        checkpoint_dir=checkpoint_dir,
+        rest_token=rest_token,
+    )
+    ctx = JobContext(
+        owner=owner,
+        generation=generation_of(job),
+        spec=spec,
+        status=status,
+        config=config,
+        now_ms=now_ms,
+        new_job_id=new_job_id,
+    )
+    return Gathered(ctx, obs, storage, checkpoint_dir)
+
+
+__all__ = ["Gathered", "gather", "generation_of", "job_storage", "owner_of", "read_status"]

@@ -1,0 +1,67 @@
+"""A Savepoint object on its own: failed when its job does not exist, its files disposed of on deletion."""
+
+from __future__ import annotations
+
+from sluice_operator.kube import Obj
+from sluice_operator.models import OperatorConfig, SavepointState
+from sluice_operator.models import constants as c
+
+from .execute import savepoint_patch
+from .gather import job_storage
+from .observe import Deps, savepoint_view
+from .outcome import Finalized
+from .plan import Event
+from .validate import InvalidSpecError, streamjob_spec
+
+
+async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
+    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job."""
+    meta = savepoint["metadata"]
+    view = savepoint_view(savepoint, None)
+    if view.status.state.terminal or meta.get("deletionTimestamp"):
+        return []
+    if view.spec is None:
+        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": view.spec_error})
+    else:
+        job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, meta["namespace"], view.spec.job_name)
+        if job is not None:
+            return []
+        error = (
+            f"StreamJob {view.spec.job_name!r} not found in namespace {meta['namespace']!r}: "
+            "create the job first or correct spec.jobName"
+        )
+        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
+    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, meta["namespace"], meta["name"], savepoint_patch(status))
+    return [Event("Warning", "Failed", status.error or "")]
+
+
+async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Finalized:
+    """On deletion of a Savepoint with disposeOnDelete: delete its files; done=True lets the finalizer go.
+
+    A savepoint still in flight has no path yet but will write files: its deletion waits until it has
+    ended (its job keeps following it), so that they do not outlive the object. Without the job nobody
+    follows it any more, and there is nothing to wait for.
+    """
+    view = savepoint_view(savepoint, None)
+    if view.spec is None or not view.spec.dispose_on_delete:
+        return Finalized(True, [])
+    ns = savepoint["metadata"]["namespace"]
+    job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
+    if job is not None and view.status.trigger_id and not view.status.state.terminal:
+        return Finalized(False, [], f"savepoint {view.name} is in progress; its files go once it has ended")
+    path = view.status.path
+    if not path:
+        return Finalized(True, [])
+    spec = None
+    if job is not None:
+        try:
+            spec = streamjob_spec(job.get("spec"))
+        except InvalidSpecError:
+            spec = None
+    storage = await job_storage(deps, config, ns, spec, path)
+    removed = await storage.dispose(path)
+    message = f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
+    return Finalized(True, [Event("Normal", "Disposed", message)])
+
+
+__all__ = ["dispose_savepoint", "reconcile_savepoint"]
