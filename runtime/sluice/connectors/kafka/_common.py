@@ -11,6 +11,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sluice.connectors.kafka import _json as json_values
+
 ValueFormat = Literal["bytes", "str", "json"]
 VALUE_FORMATS = ("bytes", "str", "json")
 
@@ -41,7 +43,7 @@ def decode(value: bytes | None, value_format: str) -> Any:
         return value
     if value_format == "str":
         return value.decode("utf-8")
-    return json.loads(value)
+    return json_values.loads(value)
 
 
 def encode(value: Any, value_format: str) -> bytes | None:
@@ -49,7 +51,7 @@ def encode(value: Any, value_format: str) -> bytes | None:
     if value is None:
         return None
     if value_format == "json":
-        return json.dumps(value, separators=(",", ":")).encode("utf-8")
+        return json_values.dumps(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, str):
@@ -66,6 +68,8 @@ def encode_key(key: Any) -> bytes | None:
         return key
     if isinstance(key, str):
         return key.encode("utf-8")
+    if type(key) is int:  # what json.dumps writes for an int, without its cost (bool is not int here)
+        return str(key).encode("ascii")
     return json.dumps(key, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -199,16 +200,19 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
 
     def _fence_pool(self, pool_prefix: str) -> None:
         self._fenced_pools.add(pool_prefix)
-        for slot in range(TRANSACTIONAL_ID_POOL):
-            txn_id = f"{pool_prefix}-{slot}"
+        ids = [f"{pool_prefix}-{slot}" for slot in range(TRANSACTIONAL_ID_POOL)]
+        for txn_id in ids:
             # Producers an earlier attempt of this process kept are fenced too: drop them.
             self._idle.pop(txn_id, None)
             for tag in [t for t, txn in self._busy.items() if txn.transactional_id == txn_id]:
                 del self._busy[tag]
-            producer = fenced_producer(self._producer_config(), txn_id, _TIMEOUT_S)
-            if slot == 0:
-                # The next transaction takes slot 0; the other fenced producers are let go.
-                self._idle[txn_id] = producer
+        # All at once: each fence is a round trip to the transaction coordinator (and a wait while it
+        # loads), so one after another they delayed every start of an exactly-once job by seconds.
+        config = self._producer_config()
+        with ThreadPoolExecutor(len(ids), thread_name_prefix="sluice-kafka-fence") as pool:
+            producers = list(pool.map(lambda txn_id: fenced_producer(config, txn_id, _TIMEOUT_S), ids))
+        # The next transaction takes slot 0; the other fenced producers are let go.
+        self._idle[ids[0]] = producers[0]
 
     def _produce_all(self, producer: Producer, records: list[Record]) -> None:
         produce, poll, topic = producer.produce, producer.poll, self.topic
