@@ -71,7 +71,7 @@ class BackgroundJob:
 
         if self._rest.port < 0:
             self._listening.set()
-        self._result = await serve_job(self.job, self._rest, listening)
+        self._result = (await serve_job(self.job, self._rest, listening)).to_json()
 
     def rest_url(self, timeout: float = 60.0) -> str:
         """The REST API's base URL, once it listens."""

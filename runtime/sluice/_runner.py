@@ -17,7 +17,9 @@ from pathlib import Path
 
 from sluice import _tokens
 from sluice._fs import join, normalize
+from sluice._json import FormatError
 from sluice._pipeline import PipelineError, build_graph
+from sluice._states import JobState
 from sluice._status import duration, rate
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
@@ -27,7 +29,7 @@ from sluice.coordinator._rest_input import SavepointTargets
 from sluice.coordinator.jobmaster import JobConfig, JobMaster
 from sluice.coordinator.rest import RestApi
 from sluice.coordinator.restart import RestartStrategy
-from sluice.coordinator.result_store import read_result
+from sluice.coordinator.result_store import JobResult, read_result
 from sluice.coordinator.validation import RestoreRefused
 from sluice.graph.jobgraph import GraphError, JobGraph
 from sluice.hosts.base import HostSetupError
@@ -129,9 +131,9 @@ def rest_settings(args: argparse.Namespace, config: JobConfig) -> RestSettings:
 
 
 def exit_code(state: str) -> int:
-    if state == "SUSPENDED":
+    if state == JobState.SUSPENDED:
         return EXIT_SUSPENDED
-    return EXIT_FINISHED if state == "FINISHED" else EXIT_FAILED
+    return EXIT_FINISHED if state == JobState.FINISHED else EXIT_FAILED
 
 
 def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
@@ -144,14 +146,17 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         ended = read_result(CheckpointStorage(config.checkpoint_dir, config.job_id).job_dir)
         if ended is not None:
             _say(
-                f"job {config.job_id} already ended {ended['state']} (its job-result.json is in the "
+                f"job {config.job_id} already ended {ended.state} (its job-result.json is in the "
                 "checkpoint directory): not running it again"
             )
-            return exit_code(str(ended["state"]))
+            return exit_code(ended.state)
         rest = rest_settings(args, config)
         hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
     except (UsageError, HostSetupError) as err:
         _say(f"error: {err}")
+        return EXIT_USAGE
+    except FormatError as err:
+        _say(f"error: {err}; the job ended, but how is unreadable: not running it again")
         return EXIT_USAGE
     job = JobMaster(graph, config, hosting.host)
     try:
@@ -161,24 +166,22 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         return EXIT_USAGE
     finally:
         hosting.close()
-    state = result["state"]
-    if state == "FINISHED":
+    state = result.state
+    if state == JobState.FINISHED:
         # Only a savepoint the job stopped with: an older one would replay what came after it.
-        savepoint = result.get("stopSavepoint")
+        savepoint = result.stop_savepoint
         _say(f"job {config.job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else ""))
-    elif state == "SUSPENDED":
+    elif state == JobState.SUSPENDED:
         _say(
-            f"job {config.job_id} SUSPENDED ({result.get('error')}): it has not ended; `sluice run` with "
+            f"job {config.job_id} SUSPENDED ({result.error}): it has not ended; `sluice run` with "
             f"--job-id {config.job_id} and the same --checkpoint-dir resumes it from its latest checkpoint"
         )
     else:
-        _say(f"job {config.job_id} {state}: {result.get('error') or job.error}")
-    return exit_code(str(state))
+        _say(f"job {config.job_id} {state}: {result.error or job.error}")
+    return exit_code(state)
 
 
-async def serve_job(
-    job: JobMaster, rest: RestSettings, on_rest_url: Callable[[str], None]
-) -> dict[str, object]:
+async def serve_job(job: JobMaster, rest: RestSettings, on_rest_url: Callable[[str], None]) -> JobResult:
     """Runs the job with its REST API (unless `rest.port` < 0) until the job ends; returns its result."""
     api = RestApi(job, rest.auth, rest.targets)
     stored: Path | None = None
@@ -199,9 +202,7 @@ async def serve_job(
             _tokens.remove_token(job.config.job_id, rest.auth.token)
 
 
-async def _run(
-    job: JobMaster, args: argparse.Namespace, rest: RestSettings, started: float
-) -> dict[str, object]:
+async def _run(job: JobMaster, args: argparse.Namespace, rest: RestSettings, started: float) -> JobResult:
     loop = asyncio.get_running_loop()
     # Ctrl-C is a user ending the job. SIGTERM is the process being shut down by what runs it (a pod
     # deleted or evicted, a service stopped): the job is suspended, to be resumed by the next coordinator.

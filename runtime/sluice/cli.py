@@ -15,6 +15,7 @@ from typing import Any
 
 from sluice._durations import parse_duration
 from sluice._sizes import parse_size
+from sluice._states import CheckpointStatus, JobState, RestartKind, StopMode
 from sluice._status import summary
 from sluice._tokens import ENV_VAR, find_token, token_dir
 
@@ -183,7 +184,7 @@ def parser() -> argparse.ArgumentParser:
         help="where Spark's own log goes (--host spark); default: a file per job, printed at start",
     )
     run.add_argument(
-        "--restart-strategy", choices=["fixed-delay", "exponential", "none"], default="fixed-delay"
+        "--restart-strategy", choices=[k.value for k in RestartKind], default=RestartKind.FIXED_DELAY.value
     )
     run.add_argument(
         "--max-restarts", type=int, default=3, help="restarts in a row (without a stable period between)"
@@ -302,16 +303,16 @@ def _client(args: argparse.Namespace) -> int:
         return 0
     body: dict[str, Any] = {"stop": False}
     if args.command == "stop":
-        body["stop"] = "terminate" if args.drain else "suspend"
+        body["stop"] = StopMode.of_drain(args.drain)
     if args.savepoint_dir:
         body["targetDirectory"] = args.savepoint_dir
     trigger = request("POST", "/v1/savepoints", body)["triggerId"]
     while True:
         entry = request("GET", f"/v1/savepoints/{trigger}")
-        if entry["status"] != "IN_PROGRESS":
+        if entry["status"] != CheckpointStatus.IN_PROGRESS:
             break
         time.sleep(0.1)
-    if entry["status"] != "COMPLETED":
+    if entry["status"] != CheckpointStatus.COMPLETED:
         print(f"sluice {args.command}: savepoint failed: {entry['error']}", file=sys.stderr)
         return 1
     if args.command == "stop":
@@ -320,8 +321,8 @@ def _client(args: argparse.Namespace) -> int:
                 state = request("GET", "/v1/job")["state"]
             except _ClientError:
                 break  # the coordinator has exited: the job ended
-            if state in ("FINISHED", "FAILED", "CANCELED"):
-                if state != "FINISHED":
+            if state in (JobState.FINISHED, JobState.FAILED, JobState.CANCELED):
+                if state != JobState.FINISHED:
                     print(f"sluice stop: the job ended {state}", file=sys.stderr)
                     return 1
                 break

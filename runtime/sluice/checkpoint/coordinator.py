@@ -20,19 +20,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from sluice._states import CheckpointKind, CheckpointStatus, StopMode
+from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.failures import FailureCounter
+from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, PendingCommit, SubtaskHandle
 from sluice.checkpoint.pending import CheckpointRecord, PendingCheckpoint, SnapshotStats, Waiting
 from sluice.checkpoint.plan import FinishedSubtasks, SubtaskId, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage, collect_shared, discard, write_metadata
-from sluice.graph.jobgraph import JobGraph
-from sluice.state.snapshots import KeyedFile
+from sluice.graph.jobgraph import JobGraph, JobVertex
+from sluice.transport.messages import STATE_WRITE, Abort, Complete, Decline, ToTaskManager, Trigger
 
 log = logging.getLogger(__name__)
-METADATA_VERSION = 2
-"""2: keyed state backend files (`keyedFiles`), shared between checkpoints; 1 is still read."""
 
 
 class CheckpointDeclined(Exception):
@@ -56,7 +57,7 @@ class CheckpointCoordinator:
         graph: JobGraph,
         storage: CheckpointStorage,
         config: CheckpointConfig,
-        send: Callable[[dict[str, Any], list[SubtaskId] | None], None],
+        send: Callable[[ToTaskManager, list[SubtaskId] | None], None],
         finished: Callable[[], FinishedSubtasks],
         next_id: int = 1,
         on_intolerable: Callable[[str], None] | None = None,
@@ -83,13 +84,16 @@ class CheckpointCoordinator:
     # -- triggering ---------------------------------------------------------------------------------
 
     def trigger(
-        self, kind: str = "checkpoint", target_dir: str | None = None, stop_mode: str | None = None
+        self,
+        kind: CheckpointKind = CheckpointKind.CHECKPOINT,
+        target_dir: str | None = None,
+        stop_mode: StopMode | None = None,
     ) -> PendingCheckpoint:
         plan = plan_checkpoint(self.graph, self.finished())
         cid = self.next_id
         self.next_id += 1
         now_ms = time.time_ns() // 1_000_000
-        if kind == "savepoint":
+        if kind == CheckpointKind.SAVEPOINT:
             assert target_dir is not None
             location = self.storage.savepoint_location(target_dir, cid)
         else:
@@ -107,34 +111,25 @@ class CheckpointCoordinator:
             self._record_failure(pending, f"declined: {reason}")
             raise CheckpointDeclined(reason)
         self.pending[cid] = pending
-        self.send(
-            {
-                "type": "trigger",
-                "checkpoint": cid,
-                "timestamp": now_ms,
-                "location": location,
-                "savepoint": kind == "savepoint",
-                "tasks": [list(t) for t in plan.to_trigger],
-            },
-            plan.to_trigger,
-        )
+        savepoint = kind == CheckpointKind.SAVEPOINT
+        self.send(Trigger(cid, now_ms, location, savepoint, tuple(plan.to_trigger)), plan.to_trigger)
         return pending
 
-    def on_ack(self, message: dict[str, Any]) -> None:
-        pending = self.pending.get(message["checkpoint"])
+    def on_ack(self, ack: Acknowledgement) -> None:
+        pending = self.pending.get(ack.checkpoint)
         if pending is None:
             return
-        subtask = (message["vertex"], message["subtask"])
-        pending.acks[subtask] = message
+        subtask = (ack.vertex, ack.subtask)
+        pending.acks[subtask] = ack
         pending.waiting.acknowledge(subtask)
         if not pending.waiting and not pending.finalizing:
             pending.finalizing = True
             self._track(asyncio.get_running_loop().create_task(self._finalize(pending)))
 
-    def on_decline(self, message: dict[str, Any]) -> None:
-        pending = self.pending.get(message["checkpoint"])
+    def on_decline(self, decline: Decline) -> None:
+        pending = self.pending.get(decline.checkpoint)
         if pending is not None:
-            self.fail(pending, message["reason"], counted=message.get("cause") == "state-write")
+            self.fail(pending, decline.reason, counted=decline.cause == STATE_WRITE)
 
     def on_task_finished(self, subtask: SubtaskId) -> None:
         # A subtask that closes before acknowledging can never acknowledge: fail fast, not by timeout.
@@ -179,7 +174,7 @@ class CheckpointCoordinator:
                 f"{self.failures.describe()} (--tolerable-checkpoint-failures); the last: {reason}"
             )
         if notify:
-            self.send({"type": "abort", "checkpoint": pending.checkpoint_id}, None)
+            self.send(Abort(pending.checkpoint_id), None)
         cid = pending.checkpoint_id
         self._discarding.add(cid)
         future = asyncio.get_running_loop().run_in_executor(None, discard, pending.location)
@@ -203,7 +198,9 @@ class CheckpointCoordinator:
     def _record_failure(self, pending: PendingCheckpoint, reason: str) -> None:
         self.counts["failed"] += 1
         self.history.append(
-            CheckpointRecord(pending.checkpoint_id, pending.kind, "FAILED", pending.trigger_ms, error=reason)
+            CheckpointRecord(
+                pending.checkpoint_id, pending.kind, CheckpointStatus.FAILED, pending.trigger_ms, error=reason
+            )
         )
         if pending.done is not None and not pending.done.done():
             pending.done.set_exception(CheckpointDeclined(reason))
@@ -215,64 +212,63 @@ class CheckpointCoordinator:
 
     # -- finalizing ---------------------------------------------------------------------------------
 
-    def build_metadata(self, pending: PendingCheckpoint) -> dict[str, Any]:
-        done_at_plan = pending.plan.done
-        operators = []
-        for vertex in self.graph.vertices:
-            for position, spec in enumerate(vertex.operators):
-                handles, finished, union, commits = [], [], False, []
-                for s in range(vertex.parallelism):
-                    ack = pending.acks.get((vertex.id, s))
-                    if ack is None or s in done_at_plan.get(vertex.id, ()):
-                        finished.append(s)
-                        continue
-                    op = ack["operators"][position]
-                    union = union or op["union"]
-                    if op["finished"]:
-                        finished.append(s)
-                        if op.get("pendingCommits") and op["path"] is not None:
-                            commits.append({"index": s, "path": op["path"], "size": op["size"]})
-                    elif op["path"] is not None or op.get("keyedFiles"):
-                        handle = {
-                            "index": s,
-                            "path": op["path"],
-                            "size": op["size"],
-                            "keyGroups": op["keyGroups"],
-                            "operatorState": op["operatorState"],
-                            "union": op["union"],
-                        }
-                        if op.get("keyedFiles"):
-                            handle["keyedFiles"] = [
-                                KeyedFile.from_json(f).as_json() for f in op["keyedFiles"]
-                            ]
-                        handles.append(handle)
-                fully = len(finished) == vertex.parallelism
-                if union and finished and not fully:
-                    raise CheckpointDeclined(
-                        f"operator {spec.uid!r} uses union list state and only some of its subtasks have "
-                        f"finished ({len(finished)} of {vertex.parallelism}); union list state cannot be "
-                        "checkpointed then (FLIP-147)"
-                    )
-                operators.append(
-                    {
-                        "uid": spec.uid,
-                        "parallelism": vertex.parallelism,
-                        "maxParallelism": vertex.max_parallelism,
-                        "fullyFinished": fully,
-                        "finishedSubtasks": [] if fully else finished,
-                        "subtasks": [] if fully else handles,
-                        **({"pendingCommits": commits} if fully and commits else {}),
-                    }
+    def build_metadata(self, pending: PendingCheckpoint) -> CheckpointMetadata:
+        operators = [
+            self._operator_entry(pending, vertex, position)
+            for vertex in self.graph.vertices
+            for position in range(len(vertex.operators))
+        ]
+        return CheckpointMetadata(
+            checkpoint_id=pending.checkpoint_id,
+            job_id=self.storage.job_id,
+            kind=pending.kind,
+            timestamp=pending.trigger_ms,
+            stop_mode=pending.stop_mode,
+            operators=tuple(operators),
+        )
+
+    def _operator_entry(self, pending: PendingCheckpoint, vertex: JobVertex, position: int) -> OperatorEntry:
+        spec = vertex.operators[position]
+        done_at_plan = pending.plan.done.get(vertex.id, ())
+        handles: list[SubtaskHandle] = []
+        finished: list[int] = []
+        commits: list[PendingCommit] = []
+        union = False
+        for s in range(vertex.parallelism):
+            ack = pending.acks.get((vertex.id, s))
+            if ack is None or s in done_at_plan:
+                finished.append(s)
+                continue
+            if position >= len(ack.operators) or ack.operators[position].uid != spec.uid:
+                raise CheckpointDeclined(
+                    f"the acknowledgement of {vertex.name}[{s}] does not list operator {spec.uid!r} "
+                    f"at position {position} of its chain"
                 )
-        return {
-            "version": METADATA_VERSION,
-            "checkpointId": pending.checkpoint_id,
-            "jobId": self.storage.job_id,
-            "kind": pending.kind,
-            "timestamp": pending.trigger_ms,
-            "stopMode": pending.stop_mode,
-            "operators": operators,
-        }
+            op = ack.operators[position]
+            union = union or op.union
+            if op.finished:
+                finished.append(s)
+                commit = op.commit(s)
+                if commit is not None:
+                    commits.append(commit)
+            elif op.path is not None or op.keyed_files:
+                handles.append(op.handle(s))
+        fully = len(finished) == vertex.parallelism
+        if union and finished and not fully:
+            raise CheckpointDeclined(
+                f"operator {spec.uid!r} uses union list state and only some of its subtasks have "
+                f"finished ({len(finished)} of {vertex.parallelism}); union list state cannot be "
+                "checkpointed then (FLIP-147)"
+            )
+        return OperatorEntry(
+            uid=spec.uid,
+            parallelism=vertex.parallelism,
+            max_parallelism=vertex.max_parallelism,
+            fully_finished=fully,
+            finished_subtasks=() if fully else tuple(finished),
+            subtasks=() if fully else tuple(handles),
+            pending_commits=tuple(commits) if fully else (),
+        )
 
     async def _finalize(self, pending: PendingCheckpoint) -> None:
         try:
@@ -294,11 +290,11 @@ class CheckpointCoordinator:
             return
         self.pending.pop(pending.checkpoint_id, None)
         now_ms = time.time_ns() // 1_000_000
-        fully = [op["uid"] for op in metadata["operators"] if op["fullyFinished"]]
+        fully = [op.uid for op in metadata.operators if op.fully_finished]
         record = CheckpointRecord(
             pending.checkpoint_id,
             pending.kind,
-            "COMPLETED",
+            CheckpointStatus.COMPLETED,
             pending.trigger_ms,
             now_ms,
             pending.location,
@@ -315,12 +311,14 @@ class CheckpointCoordinator:
             self.latest = record
             self.failures.completed()
         if pending.commits and pending.attempt_ended is None:
-            self.send({"type": "complete", "checkpoint": pending.checkpoint_id}, None)
+            self.send(Complete(pending.checkpoint_id), None)
         if pending.done is not None and not pending.done.done():
-            pending.done.set_result({**metadata, "_location": pending.location})
+            pending.done.set_result(replace(metadata, location=pending.location))
         if not pending.is_savepoint:
             completed = [
-                r.checkpoint_id for r in self.history if r.status == "COMPLETED" and r.kind == "checkpoint"
+                r.checkpoint_id
+                for r in self.history
+                if r.status == CheckpointStatus.COMPLETED and r.kind == CheckpointKind.CHECKPOINT
             ]
             keep = set(completed[-max(1, self.config.retained) :])
             # Failed ones being discarded and pending ones are someone else's to settle.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice._states import CheckpointKind, CheckpointStatus, StopMode
+from sluice.checkpoint.acknowledgement import Acknowledgement
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import CheckpointPlan, SubtaskId
 
 
@@ -46,14 +48,15 @@ class Waiting:
 @dataclass
 class PendingCheckpoint:
     checkpoint_id: int
-    kind: str
+    kind: CheckpointKind
     location: str
     trigger_ms: int
-    stop_mode: str | None
+    stop_mode: StopMode | None
     plan: CheckpointPlan
     waiting: Waiting
-    acks: dict[SubtaskId, dict[str, Any]] = field(default_factory=dict)
-    done: asyncio.Future[dict[str, Any]] | None = None
+    acks: dict[SubtaskId, Acknowledgement] = field(default_factory=dict)
+    done: asyncio.Future[CheckpointMetadata] | None = None
+    """Its `_metadata` (with the location) once it completed; CheckpointDeclined when it failed."""
     finalizing: bool = False
     """Every acknowledgement is in and `_metadata` is being written: the finalizer owns the directory."""
     attempt_ended: str | None = None
@@ -61,7 +64,7 @@ class PendingCheckpoint:
 
     @property
     def is_savepoint(self) -> bool:
-        return self.kind == "savepoint"
+        return self.kind == CheckpointKind.SAVEPOINT
 
     @property
     def commits(self) -> bool:
@@ -69,22 +72,14 @@ class PendingCheckpoint:
         return commits_side_effects(self.kind, self.stop_mode)
 
 
-def commits_side_effects(kind: str, stop_mode: str | None) -> bool:
+def commits_side_effects(kind: CheckpointKind, stop_mode: StopMode | None) -> bool:
     """Checkpoints and stop-with-savepoints commit two-phase-commit sinks; an intermediate savepoint does not.
 
     Recovery restores the latest checkpoint, never a savepoint: output committed by a savepoint taken
     after that checkpoint would be written again by the replay. Its pending commits stay in the sinks
     and go out with the next checkpoint (or when a job is started from the savepoint).
     """
-    return kind != "savepoint" or stop_mode is not None
-
-
-def _number(value: Any) -> float:
-    # Acknowledgements come from TaskManagers: a figure that is not a number counts as nothing.
-    ok = (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    )
-    return float(value) if ok else 0.0
+    return kind != CheckpointKind.SAVEPOINT or stop_mode is not None
 
 
 @dataclass(frozen=True)
@@ -99,24 +94,23 @@ class SnapshotStats:
     state_size: int = 0
 
     @staticmethod
-    def of_acks(acks: Iterable[dict[str, Any]]) -> SnapshotStats:
+    def of_acks(acks: Iterable[Acknowledgement]) -> SnapshotStats:
         sync = async_ = 0.0
         written = size = 0
         for ack in acks:
-            sync = max(sync, _number(ack.get("syncMs")))
-            async_ = max(async_, _number(ack.get("asyncMs")))
-            for op in ack.get("operators", []):
-                if isinstance(op, dict):
-                    written += int(_number(op.get("bytesWritten")))
-                    size += int(_number(op.get("stateSize")))
+            sync = max(sync, ack.sync_ms)
+            async_ = max(async_, ack.async_ms)
+            for op in ack.operators:
+                written += op.bytes_written
+                size += op.state_size
         return SnapshotStats(round(sync, 3), round(async_, 3), written, size)
 
 
 @dataclass
 class CheckpointRecord:
     checkpoint_id: int
-    kind: str
-    status: str
+    kind: CheckpointKind
+    status: CheckpointStatus
     trigger_ms: int
     completion_ms: int | None = None
     path: str | None = None
@@ -135,7 +129,7 @@ class CheckpointRecord:
             "path": self.path,
             "error": self.error,
         }
-        if self.status == "COMPLETED":
+        if self.status == CheckpointStatus.COMPLETED:
             out["fullyFinishedOperators"] = self.fully_finished
             out["finishedSubtasks"] = self.finished_subtasks
             out.update(self.figures())

@@ -13,10 +13,11 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.checkpoint.storage import read_bytes
 from sluice.state.keygroups import key_group_range
-from sluice.state.snapshots import ChainShare, KeyedFile
+from sluice.state.snapshots import ChainShare
 
 
 @dataclass
@@ -38,13 +39,6 @@ class RestoreError(ValueError):
     pass
 
 
-def operator_entry(metadata: dict[str, Any], uid: str) -> dict[str, Any] | None:
-    for entry in metadata["operators"]:
-        if entry["uid"] == uid:
-            return entry  # type: ignore[no-any-return]
-    return None
-
-
 def load_snapshot(location: str, path: str) -> OperatorSnapshot:
     snapshot = pickle.loads(read_bytes(location, path))
     assert isinstance(snapshot, OperatorSnapshot)
@@ -52,58 +46,56 @@ def load_snapshot(location: str, path: str) -> OperatorSnapshot:
 
 
 def restored_share(
-    metadata: dict[str, Any], uid: str, subtask: int, parallelism: int, max_parallelism: int
+    metadata: CheckpointMetadata, uid: str, subtask: int, parallelism: int, max_parallelism: int
 ) -> Share:
-    entry = operator_entry(metadata, uid)
+    entry = metadata.operator(uid)
     if entry is None:
         return None
-    location = metadata["_location"]
-    if entry["fullyFinished"]:
-        mine = [h for h in entry.get("pendingCommits", []) if h["index"] % parallelism == subtask]
+    location = metadata.location
+    if entry.fully_finished:
+        mine = [h for h in entry.pending_commits if h.index % parallelism == subtask]
         if not mine:
             return FullyFinished()
-        commits = RestoredState(checkpoint_id=int(metadata["checkpointId"]))
-        for handle in mine:
-            for name, items in load_snapshot(location, handle["path"]).lists.items():
+        commits = RestoredState(checkpoint_id=metadata.checkpoint_id)
+        for commit in mine:
+            for name, items in load_snapshot(location, commit.path).lists.items():
                 commits.lists.setdefault(name, []).extend(items)
         return FullyFinished(commits)
-    handles = sorted(entry["subtasks"], key=lambda h: h["index"])
-    keyed_handles = [h for h in handles if h.get("keyGroups") is not None]
-    if keyed_handles and entry["maxParallelism"] != max_parallelism:
+    handles = sorted(entry.subtasks, key=lambda h: h.index)
+    keyed_handles = [h for h in handles if h.key_groups is not None]
+    if keyed_handles and entry.max_parallelism != max_parallelism:
         raise RestoreError(
-            f"operator {uid!r} was checkpointed with max parallelism {entry['maxParallelism']} "
+            f"operator {uid!r} was checkpointed with max parallelism {entry.max_parallelism} "
             "but the job now "
             f"uses {max_parallelism}; keyed state can only be restored with the same max parallelism"
         )
-    unchanged = entry["parallelism"] == parallelism and not entry["finishedSubtasks"]
-    share = RestoredState(checkpoint_id=int(metadata["checkpointId"]))
+    unchanged = entry.parallelism == parallelism and not entry.finished_subtasks
+    share = RestoredState(checkpoint_id=metadata.checkpoint_id)
     my_groups = key_group_range(subtask, max_parallelism, parallelism)
     dealt: dict[str, list[Any]] = {}
     for handle in handles:
-        groups = handle.get("keyGroups")
+        groups = handle.key_groups
         overlaps = groups is not None and groups[0] < my_groups.stop and groups[1] >= my_groups.start
-        has_operator_state = handle.get("operatorState", True)
         needed = overlaps or (
-            has_operator_state and (not unchanged or handle["index"] == subtask or handle.get("union", False))
+            handle.operator_state and (not unchanged or handle.index == subtask or handle.union)
         )
         if not needed:
             continue
-        if overlaps and handle.get("keyedFiles"):
-            chain = [KeyedFile.from_json(f) for f in handle["keyedFiles"]]
+        if overlaps and handle.keyed_files:
             assert groups is not None
             inside = my_groups.start <= groups[0] and groups[1] < my_groups.stop
             share.keyed_chains.append(
-                ChainShare(location, chain, None if inside else my_groups, max_parallelism)
+                ChainShare(location, list(handle.keyed_files), None if inside else my_groups, max_parallelism)
             )
-        if handle.get("path") is None:
+        if handle.path is None:
             continue
-        snapshot = load_snapshot(location, handle["path"])
+        snapshot = load_snapshot(location, handle.path)
         for group, data in snapshot.keyed.items():
             if group in my_groups:
                 share.keyed[group] = data
         for name, items in snapshot.lists.items():
             if unchanged:
-                if handle["index"] == subtask:
+                if handle.index == subtask:
                     share.lists[name] = list(items)
             else:
                 dealt.setdefault(name, []).extend(items)

@@ -13,12 +13,12 @@ import json
 import logging
 import re
 import uuid
-from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
-from sluice.state.snapshots import SHARED_DIR, KeyedFile, shared_location
+from sluice.checkpoint.metadata import CheckpointMetadata, SubtaskHandle
+from sluice.state.snapshots import SHARED_DIR, shared_location
 
 log = logging.getLogger(__name__)
 METADATA = "_metadata"
@@ -108,10 +108,10 @@ def exists(uri: str) -> bool:
     return bool(fs.exists(path))
 
 
-def write_metadata(location: str, metadata: dict[str, Any]) -> None:
+def write_metadata(location: str, metadata: CheckpointMetadata) -> None:
     fs, path = filesystem(location)
     make_dirs(fs, path)
-    payload = json.dumps(metadata, indent=1, sort_keys=True).encode()
+    payload = json.dumps(metadata.to_json(), indent=1, sort_keys=True).encode()
     if isinstance(fs, LocalFileSystem):
         # Local files: write aside and rename, so `_metadata` appears complete or not at all.
         tmp = f"{path}/.{METADATA}.{uuid.uuid4().hex}"
@@ -124,7 +124,11 @@ def write_metadata(location: str, metadata: dict[str, Any]) -> None:
             handle.write(payload)
 
 
-def read_metadata(location: str) -> dict[str, Any]:
+def read_metadata(location: str) -> CheckpointMetadata:
+    """The `_metadata` of the checkpoint or savepoint at `location` (its directory, or the file itself).
+
+    Raises FileNotFoundError when there is none, FormatError (a ValueError) when it is malformed.
+    """
     uri = normalize(location)
     if uri.endswith("/" + METADATA):
         uri = uri[: -len(METADATA) - 1]
@@ -133,9 +137,7 @@ def read_metadata(location: str) -> dict[str, Any]:
             f"{uri} is not a completed checkpoint or savepoint: it has no {METADATA} file "
             "(the checkpoint never completed, or the path is wrong)"
         )
-    data: dict[str, Any] = json.loads(read_bytes(uri, METADATA))
-    data["_location"] = uri
-    return data
+    return CheckpointMetadata.from_json(read_bytes(uri, METADATA), location=uri)
 
 
 def damage(location: str) -> str | None:
@@ -150,37 +152,24 @@ def damage(location: str) -> str | None:
     # call the newest of them missing.
     fs.invalidate_cache(shared)
     fs.invalidate_cache(path)
-    for operator in metadata.get("operators", []):
-        for handle in [*operator.get("subtasks", []), *operator.get("pendingCommits", [])]:
-            files = [] if handle.get("path") is None else [(f"{path}/{handle['path']}", handle["size"])]
-            try:
-                for ref in [KeyedFile.from_json(f) for f in handle.get("keyedFiles", [])]:
+    for operator in metadata.operators:
+        for handle in operator.handles():
+            files = [] if handle.path is None else [(f"{path}/{handle.path}", handle.size)]
+            if isinstance(handle, SubtaskHandle):
+                for ref in handle.keyed_files:
                     files.append((f"{shared if ref.shared else path}/{ref.name}", ref.size))
-            except ValueError as err:
-                return f"operator {operator['uid']!r}: {err}"
             for name, expected in files:
                 shown = name.rsplit("/", 2)[-1] if name.startswith(shared) else name.rsplit("/", 1)[-1]
                 try:
                     size = fs.size(name)
                 except FileNotFoundError:
-                    return f"state file {shown} of operator {operator['uid']!r} is missing"
+                    return f"state file {shown} of operator {operator.uid!r} is missing"
                 if size != expected:
                     return (
-                        f"state file {shown} of operator {operator['uid']!r} has {size} bytes, "
+                        f"state file {shown} of operator {operator.uid!r} has {size} bytes, "
                         f"{expected} were written"
                     )
     return None
-
-
-def shared_names(metadata: dict[str, Any]) -> set[str]:
-    """The files under the job's shared directory that a checkpoint's `_metadata` refers to."""
-    names = set()
-    for operator in metadata.get("operators", []):
-        for handle in operator.get("subtasks", []):
-            for entry in handle.get("keyedFiles", []):
-                if entry.get("shared"):
-                    names.add(str(entry.get("name")))
-    return names
 
 
 def collect_shared(storage: CheckpointStorage, written_before: int) -> int:
@@ -193,7 +182,7 @@ def collect_shared(storage: CheckpointStorage, written_before: int) -> int:
     for cid in storage.completed_ids():
         location = storage.checkpoint_location(cid)
         try:
-            referenced |= shared_names(read_metadata(location))
+            referenced |= read_metadata(location).shared_names()
         except FileNotFoundError:
             continue  # no _metadata: not a checkpoint, nothing restores it
     fs, path = filesystem(join(storage.job_dir, SHARED_DIR))

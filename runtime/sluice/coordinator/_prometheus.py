@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from sluice._states import JobState, SubtaskState
 from sluice.coordinator.metrics import MetricsHistory
 from sluice.coordinator.views import job_view
 
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-JOB_STATES = ("CREATED", "RUNNING", "RESTARTING", "FINISHED", "FAILED", "CANCELED", "SUSPENDED")
-SUBTASK_STATES = ("DEPLOYING", "RUNNING", "END_OF_DATA", "FINISHED", "FAILED", "CANCELED")
+JOB_STATES = tuple(JobState)
+# CREATED is only what the job view shows before a TaskManager reported: no subtask is counted in it.
+SUBTASK_STATES = tuple(s for s in SubtaskState if s != SubtaskState.CREATED)
 
 # (field of a subtask's metrics, metric name, help, counter?)
 _SUBTASK_SERIES = (

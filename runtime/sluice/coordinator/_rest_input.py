@@ -14,9 +14,9 @@ from typing import Any
 from aiohttp import web
 
 from sluice._fs import normalize
+from sluice._states import StopMode
 
 MAX_BODY_BYTES = 64 * 1024
-STOP_MODES = ("suspend", "terminate")
 _SAVEPOINT_FIELDS = frozenset({"stop", "targetDirectory"})
 # Control characters have no business in a directory name; `::` chains fsspec file systems, so a target
 # "allowed-prefix/x::other://..." would write somewhere else than its prefix says.
@@ -88,11 +88,20 @@ class SavepointTargets:
 
 @dataclass(frozen=True)
 class SavepointRequest:
-    stop: str | None  # "suspend", "terminate", or None for a savepoint that leaves the job running
-    target: str | None  # None: the job's default savepoint directory
+    """The body of POST /v1/savepoints."""
+
+    stop: StopMode | None
+    """None: a savepoint that leaves the job running."""
+    target: str | None
+    """None: the job's default savepoint directory."""
+
+    @staticmethod
+    def from_json(body: dict[str, Any], targets: SavepointTargets) -> SavepointRequest:
+        """Reads a request body; `targets` decides which directories it may name."""
+        return _savepoint_request(body, targets)
 
 
-def savepoint_request(body: dict[str, Any], targets: SavepointTargets) -> SavepointRequest:
+def _savepoint_request(body: dict[str, Any], targets: SavepointTargets) -> SavepointRequest:
     unknown = sorted(set(body) - _SAVEPOINT_FIELDS)
     if unknown:
         raise BadRequest(
@@ -101,8 +110,8 @@ def savepoint_request(body: dict[str, Any], targets: SavepointTargets) -> Savepo
     stop = body.get("stop", False)
     if stop is False or stop is None:
         mode = None
-    elif isinstance(stop, str) and stop in STOP_MODES:
-        mode = stop
+    elif isinstance(stop, str) and stop in tuple(StopMode):
+        mode = StopMode(stop)
     else:
         raise BadRequest(f'stop must be false, "suspend" or "terminate", not {_shown(stop)}')
     target = body.get("targetDirectory")

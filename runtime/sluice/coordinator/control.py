@@ -1,7 +1,7 @@
 """The coordinator's control port: TaskManagers register here and exchange control messages.
 
 Every connection proves it holds the job's secret before its first frame is read (see
-`sluice.transport.handshake`); messages are JSON checked against `TO_COORDINATOR`. A TaskManager that
+`sluice.transport.handshake`); messages are parsed into their types (`TO_COORDINATOR`). A TaskManager that
 sends something malformed is disconnected, which the job master sees as a lost TaskManager.
 
 Each TaskManager also opens a second connection on which a thread of its own sends a heartbeat every
@@ -19,17 +19,38 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
+from sluice._json import Fields
+from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.transport.framing import frame, read_payload
 from sluice.transport.handshake import CONTROL
-from sluice.transport.messages import TO_COORDINATOR, MessageError, decode_message, encode_message
+from sluice.transport.messages import (
+    TASKMANAGER_REPORTS,
+    Decline,
+    Heartbeat,
+    JobEnd,
+    Message,
+    MessageError,
+    MetricsReport,
+    Register,
+    Shutdown,
+    TaskReport,
+    decode_message,
+    encode_message,
+)
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch, TlsMaterial
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_TIMEOUT_S = 10.0
+
+Report = Register | Heartbeat | TaskReport | Decline | MetricsReport | Acknowledgement
+"""A message a TaskManager sends."""
+TO_COORDINATOR: Mapping[str, Callable[[Fields], Report]] = {
+    **TASKMANAGER_REPORTS,
+    Acknowledgement.TYPE: Acknowledgement.from_fields,
+}
 
 
 class TaskManagerLink:
@@ -43,7 +64,7 @@ class TaskManagerLink:
         self.lost_reason: str | None = None
         """Why the coordinator dropped this link, when it did (else the connection broke)."""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         if not self.writer.is_closing():
             self.writer.write(frame(encode_message(message), self._max_frame))
 
@@ -56,7 +77,7 @@ class ControlServer:
 
     def __init__(
         self,
-        on_message: Callable[[TaskManagerLink, dict[str, Any]], None],
+        on_message: Callable[[TaskManagerLink, Report], None],
         on_lost: Callable[[TaskManagerLink, int], None],
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
@@ -122,14 +143,12 @@ class ControlServer:
         attempt = self.attempt
         try:
             hello = decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
-            if hello["type"] == "heartbeat":
+            if isinstance(hello, Heartbeat):
                 await self._serve_heartbeats(hello, reader, writer)
                 return
-            if hello["type"] != "register":
-                raise MessageError(f"a TaskManager must register first, not send {hello['type']!r}")
-            link = TaskManagerLink(
-                hello["tm"], hello["host"], hello["dataPort"], hello["pid"], writer, self._max_frame
-            )
+            if not isinstance(hello, Register):
+                raise MessageError(f"a TaskManager must register first, not send {hello.TYPE!r}")
+            link = TaskManagerLink(hello.tm, hello.host, hello.data_port, hello.pid, writer, self._max_frame)
             self.links[link.index] = link
             if len(self.links) >= self.expected:
                 self.registered.set()
@@ -151,33 +170,31 @@ class ControlServer:
             writer.close()
 
     async def _serve_heartbeats(
-        self, beat: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, beat: Report, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         """A heartbeat connection carries heartbeats only. One counts for the registered TaskManager
         it names (index, pid and data port), never for another attempt's TaskManager of that index."""
         self._heartbeat_writers.add(writer)
         try:
             while True:
-                if beat["type"] != "heartbeat":
-                    raise MessageError(f"a heartbeat connection carries heartbeats, not {beat['type']!r}")
-                link = self.links.get(beat["tm"])
-                if link is not None and (link.pid, link.data_port) == (beat["pid"], beat["dataPort"]):
+                if not isinstance(beat, Heartbeat):
+                    raise MessageError(f"a heartbeat connection carries heartbeats, not {beat.TYPE!r}")
+                link = self.links.get(beat.tm)
+                if link is not None and (link.pid, link.data_port) == (beat.pid, beat.data_port):
                     link.last_seen = time.monotonic()
                 beat = decode_message(await read_payload(reader, self._max_frame), TO_COORDINATOR)
         finally:
             self._heartbeat_writers.discard(writer)
 
-    def broadcast(self, message: dict[str, Any]) -> None:
+    def broadcast(self, message: Message) -> None:
         for link in self.links.values():
             link.send(message)
 
-    async def close_links(self, job_ended: dict[str, Any] | None = None) -> None:
+    async def close_links(self, job_ended: JobEnd | None = None) -> None:
         """Tells every TaskManager to shut down; `job_ended` (the latest completed checkpoint and the
         completed savepoints) when no attempt follows, so that sinks release what only a restore would."""
         links, self.links = list(self.links.values()), {}
-        shutdown: dict[str, Any] = {"type": "shutdown"}
-        if job_ended is not None:
-            shutdown["jobEnded"] = job_ended
+        shutdown = Shutdown(job_ended)
         for link in links:
             with contextlib.suppress(Exception):
                 link.send(shutdown)

@@ -24,19 +24,31 @@ from typing import Any
 
 import cloudpickle
 
+from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode, SubtaskState
+from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
-from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, TaskManagerLink
+from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
-from sluice.coordinator.result_store import job_result, read_result, write_result
+from sluice.coordinator.result_store import JobResult, read_result, write_result
 from sluice.coordinator.savepoints import SavepointOperations, StopRequest
 from sluice.coordinator.validation import validate_restore
 from sluice.coordinator.views import job_view, sum_metrics
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
-from sluice.transport.messages import encode_blob
+from sluice.transport.messages import (
+    Decline,
+    Deploy,
+    Figures,
+    JobEnd,
+    Message,
+    MetricsReport,
+    TaskReport,
+    encode_blob,
+)
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES
 from sluice.transport.tls import generate_job_ca
 
@@ -63,7 +75,8 @@ class JobConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
 
 
-ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
+# How an attempt that ended without a failure leaves the job.
+_ENDS = {"finished": JobState.FINISHED, "canceled": JobState.CANCELED, "suspended": JobState.SUSPENDED}
 
 
 class _AttemptEnded(Exception):
@@ -78,16 +91,16 @@ class JobMaster(SavepointOperations):
         self.config = config
         self.host = host
         self.storage = CheckpointStorage(config.checkpoint_dir, config.job_id)
-        self.state = "CREATED"
+        self.state: JobState = JobState.CREATED
         self.attempt = 0
         self.restarts = 0
         self._restart_backoff = config.restart.backoff()
         self.error: str | None = None
         self.start_ms = time.time_ns() // 1_000_000
         self.end_ms: int | None = None
-        self.subtasks: dict[SubtaskId, str] = {}
+        self.subtasks: dict[SubtaskId, SubtaskState] = {}
         self.placement: dict[SubtaskId, int] = {}
-        self.metrics: dict[str, dict[str, int]] = {}
+        self.metrics: dict[str, Figures] = {}
         self.last_savepoint: str | None = None
         self.stop_savepoint: str | None = None
         """The savepoint the job stopped with, if it ended that way (`last_savepoint` may be older)."""
@@ -95,7 +108,7 @@ class JobMaster(SavepointOperations):
         self.stop_request: StopRequest | None = None
         self._default_savepoint_dir = config.savepoint_dir
         self.ended = asyncio.Event()
-        self.result: dict[str, Any] | None = None
+        self.result: JobResult | None = None
         self._events: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: tuple[str, str] | None = None
@@ -117,18 +130,18 @@ class JobMaster(SavepointOperations):
     def finished_subtasks(self) -> dict[int, set[int]]:
         return self._finished
 
-    def _all(self, *states: str) -> bool:
+    def _all(self, *states: SubtaskState) -> bool:
         return all(s in states for s in self.subtasks.values())
 
     # -- running the job -----------------------------------------------------------------------------
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> JobResult:
         stored = await asyncio.to_thread(read_result, self.storage.job_dir)
         if stored is not None:
-            self.state, self.result = stored["state"], stored
-            self.last_savepoint = stored.get("lastSavepoint")
-            self.stop_savepoint = stored.get("stopSavepoint")
-            self.error = stored.get("error")
+            self.state, self.result = stored.state, stored
+            self.last_savepoint = stored.last_savepoint
+            self.stop_savepoint = stored.stop_savepoint
+            self.error = stored.error
             self.ended.set()
             return stored
         await self._control.start(self.host.control_bind_host())
@@ -153,34 +166,34 @@ class JobMaster(SavepointOperations):
                     outcome not in ("finished", "suspended") and delay is None
                 )
                 await self._end_attempt(graceful=outcome == "finished", ends_for_good=ends_for_good)
-                if outcome in ("finished", "canceled", "suspended"):
-                    self.state = outcome.upper()
+                if outcome in _ENDS:
+                    self.state = _ENDS[outcome]
                     break
                 self.error = reason
                 if delay is None:
-                    self.state = "FAILED"
+                    self.state = JobState.FAILED
                     break
                 log.warning("attempt %d failed: %s; restarting in %.1fs", self.attempt, reason, delay)
-                self.state = "RESTARTING"
+                self.state = JobState.RESTARTING
                 self.restarts += 1
                 self.attempt += 1
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._end_requested.wait(), delay)
                 if self._end_request is not None:
-                    self.state = self._end_request[0].upper()
+                    self.state = _ENDS[self._end_request[0]]
                     break
         finally:
             self.end_ms = time.time_ns() // 1_000_000
             latest = self.checkpoints.latest.path if self.checkpoints and self.checkpoints.latest else None
-            error = None if self.state == "FINISHED" else self.error
-            if self.state == "SUSPENDED":
+            error = None if self.state == JobState.FINISHED else self.error
+            if self.state == JobState.SUSPENDED:
                 error = self._end_request[1] if self._end_request else error
-            self.result = job_result(
+            self.result = JobResult.now(
                 self.config.job_id, self.state, self.last_savepoint, self.stop_savepoint, latest, error
             )
             # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
             # whose coordinator failed here (an exception on its way out): a stored result would end it.
-            if self.state in ENDED_STATES:
+            if self.state.ended:
                 await self._store_result(self.result)
             await self._control.close()
             self.ended.set()
@@ -195,7 +208,7 @@ class JobMaster(SavepointOperations):
                 "failed", f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
             ) from err
 
-    async def _store_result(self, result: dict[str, Any]) -> None:
+    async def _store_result(self, result: JobResult) -> None:
         """Writes the job result, retrying through a storage outage: without it a restarted coordinator
         would run the job again."""
         for delay in (*RESULT_WRITE_RETRIES_S, None):
@@ -207,7 +220,7 @@ class JobMaster(SavepointOperations):
                     log.error(
                         "the job ended %s, but writing its result to %s failed for good: %s: %s; a "
                         "coordinator started again for this job will not know it ended",
-                        result["state"],
+                        result.state,
                         self.storage.job_dir,
                         type(err).__name__,
                         err,
@@ -233,12 +246,14 @@ class JobMaster(SavepointOperations):
                     "failed", f"reading {restore} failed: {type(err).__name__}: {err}"
                 ) from err
             validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
-            self._next_checkpoint_id = max(self._next_checkpoint_id, metadata["checkpointId"] + 1)
-        self.state = "CREATED" if self.attempt == 0 else "RESTARTING"
+            self._next_checkpoint_id = max(self._next_checkpoint_id, metadata.checkpoint_id + 1)
+        self.state = JobState.CREATED if self.attempt == 0 else JobState.RESTARTING
         self._final_done = False
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
-        self.subtasks = {(v.id, s): "DEPLOYING" for v in self.graph.vertices for s in range(v.parallelism)}
+        self.subtasks = {
+            (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
+        }
         self._finished = {}
         self.placement = placement(self.graph, self.config.taskmanagers)
         if self.checkpoints is None:
@@ -261,7 +276,7 @@ class JobMaster(SavepointOperations):
             await self._await_registration(lost)
             self._deploy(metadata)
             self.checkpoints.accept_triggers()
-            self.state = "RUNNING"
+            self.state = JobState.RUNNING
             await self._drive(lost)
         finally:
             lost.cancel()
@@ -290,24 +305,21 @@ class JobMaster(SavepointOperations):
                 f"{self.config.registration_timeout_s:g}s",
             )
 
-    def _deploy(self, metadata: dict[str, Any] | None) -> None:
-        addresses = {str(i): [link.host, link.data_port] for i, link in self._control.links.items()}
-        where = {f"{v}:{s}": tm for (v, s), tm in self.placement.items()}
+    def _deploy(self, metadata: CheckpointMetadata | None) -> None:
+        addresses = {i: (link.host, link.data_port) for i, link in self._control.links.items()}
         for index, link in self._control.links.items():
-            mine = [[v, s] for (v, s), tm in self.placement.items() if tm == index]
             link.send(
-                {
-                    "type": "deploy",
-                    "attempt": self.attempt,
-                    "jobId": self.config.job_id,
-                    "graph": self._graph_blob,
-                    "tasks": mine,
-                    "placement": where,
-                    "taskmanagers": addresses,
-                    "restore": metadata["_location"] if metadata else None,
-                    "attemptToken": self._attempt_token,
-                    "waitForFinalCheckpoint": self.config.checkpoints.after_tasks_finish,
-                }
+                Deploy(
+                    attempt=self.attempt,
+                    job_id=self.config.job_id,
+                    graph=self._graph_blob,
+                    tasks=tuple(t for t, tm in self.placement.items() if tm == index),
+                    placement=self.placement,
+                    taskmanagers=addresses,
+                    restore=metadata.location if metadata else None,
+                    attempt_token=self._attempt_token,
+                    wait_for_final_checkpoint=self.config.checkpoints.after_tasks_finish,
+                )
             )
 
     async def _drive(self, lost: asyncio.Future[str]) -> None:
@@ -330,9 +342,9 @@ class JobMaster(SavepointOperations):
             self.checkpoints.check_timeouts()
             self._maybe_stop_savepoint()
             if self._should_take_final_checkpoint():
-                self._trigger("checkpoint")
+                self._trigger(CheckpointKind.CHECKPOINT)
             elif interval and time.monotonic() >= next_periodic and self._periodic_allowed():
-                self._trigger("checkpoint")
+                self._trigger(CheckpointKind.CHECKPOINT)
                 next_periodic = time.monotonic() + interval
 
     def _periodic_allowed(self) -> bool:
@@ -345,13 +357,15 @@ class JobMaster(SavepointOperations):
         assert self.checkpoints is not None
         if self._final_done or self.stop_request is not None or self.checkpoints.pending:
             return False
-        return self._all("END_OF_DATA", "FINISHED") and not self._all("FINISHED")
+        return self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED) and not self._all(
+            SubtaskState.FINISHED
+        )
 
     def _trigger(
-        self, kind: str, target_dir: str | None = None, stop_mode: str | None = None
-    ) -> asyncio.Future[dict[str, Any]] | None:
+        self, kind: CheckpointKind, target_dir: str | None = None, stop_mode: StopMode | None = None
+    ) -> asyncio.Future[CheckpointMetadata] | None:
         assert self.checkpoints is not None
-        all_ended = self._all("END_OF_DATA", "FINISHED")
+        all_ended = self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
         try:
             pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
         except CheckpointDeclined:
@@ -362,7 +376,7 @@ class JobMaster(SavepointOperations):
             pending.done.add_done_callback(self._final_completed)
         return pending.done
 
-    def _final_completed(self, done: asyncio.Future[dict[str, Any]]) -> None:
+    def _final_completed(self, done: asyncio.Future[CheckpointMetadata]) -> None:
         if not done.cancelled() and done.exception() is None:
             self._final_done = True
 
@@ -384,19 +398,19 @@ class JobMaster(SavepointOperations):
                 RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}")
             )
 
-    def _job_end_notice(self) -> dict[str, Any]:
+    def _job_end_notice(self) -> JobEnd:
         cc = self.checkpoints
         latest = cc.latest.checkpoint_id if cc is not None and cc.latest is not None else 0
         savepoints = [
             r.checkpoint_id
             for r in (cc.history if cc is not None else [])
-            if r.kind == "savepoint" and r.status == "COMPLETED"
+            if r.kind == CheckpointKind.SAVEPOINT and r.status == CheckpointStatus.COMPLETED
         ]
-        return {"latestCheckpoint": latest, "savepoints": savepoints}
+        return JobEnd(latest, tuple(savepoints))
 
     # -- messages from TaskManagers -------------------------------------------------------------------
 
-    def _send(self, message: dict[str, Any], subtasks: list[SubtaskId] | None) -> None:
+    def _send(self, message: Message, subtasks: list[SubtaskId] | None) -> None:
         if subtasks is None:
             self._control.broadcast(message)
             return
@@ -406,37 +420,36 @@ class JobMaster(SavepointOperations):
             if link is not None:
                 link.send(message)
 
-    def _on_message(self, link: TaskManagerLink, message: dict[str, Any]) -> None:
-        kind = message["type"]
-        if kind == "task":
+    def _on_message(self, link: TaskManagerLink, message: Report) -> None:
+        if isinstance(message, TaskReport):
             self._on_task_state(message)
-        elif kind == "ack" and self.checkpoints is not None:
+        elif isinstance(message, Acknowledgement) and self.checkpoints is not None:
             self.checkpoints.on_ack(message)
-        elif kind == "decline" and self.checkpoints is not None:
+        elif isinstance(message, Decline) and self.checkpoints is not None:
             self.checkpoints.on_decline(message)
-        elif kind == "metrics":
-            self.metrics.update(message["metrics"])
+        elif isinstance(message, MetricsReport):
+            self.metrics.update(message.metrics)
 
-    def _on_task_state(self, message: dict[str, Any]) -> None:
-        subtask = (message["vertex"], message["subtask"])
-        state = message["state"]
+    def _on_task_state(self, message: TaskReport) -> None:
+        subtask = (message.vertex, message.subtask)
+        state = message.state
         self.subtasks[subtask] = state
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
-        if state == "FAILED":
-            log.error("task %s failed: %s\n%s", name, message.get("error"), message.get("trace", ""))
-            self._events.put_nowait(("failed", f"task {name} failed: {message.get('error')}"))
-        elif state == "FINISHED":
+        if state == SubtaskState.FAILED:
+            log.error("task %s failed: %s\n%s", name, message.error, message.trace or "")
+            self._events.put_nowait(("failed", f"task {name} failed: {message.error}"))
+        elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
             assert self.checkpoints is not None
             self.checkpoints.on_task_finished(subtask)
-            if self._all("FINISHED"):
+            if self._all(SubtaskState.FINISHED):
                 self._events.put_nowait(("finished", None))
 
     def _on_lost(self, link: TaskManagerLink, attempt: int) -> None:
         if (
             attempt == self.attempt
-            and self.state in ("RUNNING", "CREATED", "RESTARTING")
-            and not self._all("FINISHED")
+            and self.state in (JobState.RUNNING, JobState.CREATED, JobState.RESTARTING)
+            and not self._all(SubtaskState.FINISHED)
         ):
             lost = link.lost_reason or f"lost the connection to TaskManager {link.index} (pid {link.pid})"
             self._events.put_nowait(("failed", lost))

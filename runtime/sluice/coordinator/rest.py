@@ -20,15 +20,16 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from sluice._states import CheckpointStatus, JobState, StopMode
 from sluice.coordinator import dashboard
 from sluice.coordinator._prometheus import CONTENT_TYPE, PrometheusExporter
 from sluice.coordinator._rest_auth import RestAuth, auth_middleware
 from sluice.coordinator._rest_input import (
     BadRequest,
+    SavepointRequest,
     SavepointTargets,
     cancel_request,
     json_object,
-    savepoint_request,
 )
 from sluice.coordinator.jobmaster import JobMaster
 from sluice.coordinator.metrics import MetricsHistory
@@ -114,17 +115,17 @@ class RestApi:
         return web.json_response(cc.as_json())
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
-        wanted = savepoint_request(await json_object(request), self.targets)
+        wanted = SavepointRequest.from_json(await json_object(request), self.targets)
         if wanted.target is None and not self.job.config.savepoint_dir:
             return _error(400, "no targetDirectory given and the job has no default savepoint directory")
-        if self.job.state != "RUNNING":
+        if self.job.state != JobState.RUNNING:
             return _error(409, f"the job is {self.job.state}; savepoints need a RUNNING job")
-        running = [t for t, e in self.savepoints.items() if e["status"] == "IN_PROGRESS"]
+        running = [t for t, e in self.savepoints.items() if e["status"] == CheckpointStatus.IN_PROGRESS]
         if running:
             return _error(409, f"savepoint {running[0]} is still in progress; one at a time")
         trigger_id = str(next(_trigger_ids))
         entry: dict[str, Any] = {
-            "status": "IN_PROGRESS",
+            "status": CheckpointStatus.IN_PROGRESS,
             "path": None,
             "checkpointId": None,
             "error": None,
@@ -136,21 +137,27 @@ class RestApi:
         task.add_done_callback(self._tasks.discard)
         return web.json_response({"triggerId": trigger_id}, status=202)
 
-    async def _run_savepoint(self, entry: dict[str, Any], stop: str | None, target: str | None) -> None:
+    async def _run_savepoint(self, entry: dict[str, Any], stop: StopMode | None, target: str | None) -> None:
         try:
             if stop is None:
                 path = await self.job.trigger_savepoint(target)
             else:
-                path = await self.job.stop_with_savepoint(stop == "terminate", target)
+                path = await self.job.stop_with_savepoint(stop, target)
         except Exception as err:
-            entry.update(status="FAILED", error=f"{type(err).__name__}: {err}", fetched=False)
+            entry.update(status=CheckpointStatus.FAILED, error=f"{type(err).__name__}: {err}", fetched=False)
             return
-        entry.update(status="COMPLETED", path=path, checkpointId=int(path.rsplit("-", 1)[-1]), fetched=False)
+        entry.update(
+            status=CheckpointStatus.COMPLETED,
+            path=path,
+            checkpointId=int(path.rsplit("-", 1)[-1]),
+            fetched=False,
+        )
 
     def unfetched_results(self) -> bool:
         """Whether a finished savepoint's result has not been read yet (see `linger`)."""
         return any(
-            e["status"] != "IN_PROGRESS" and not e.get("fetched", True) for e in self.savepoints.values()
+            e["status"] != CheckpointStatus.IN_PROGRESS and not e.get("fetched", True)
+            for e in self.savepoints.values()
         )
 
     async def linger(self, limit_s: float) -> None:
@@ -163,7 +170,7 @@ class RestApi:
         entry = self.savepoints.get(request.match_info["trigger_id"])
         if entry is None:
             return _error(404, f"no savepoint trigger {request.match_info['trigger_id']!r}")
-        if entry["status"] != "IN_PROGRESS":
+        if entry["status"] != CheckpointStatus.IN_PROGRESS:
             entry["fetched"] = True
         return web.json_response({k: v for k, v in entry.items() if k != "fetched"})
 

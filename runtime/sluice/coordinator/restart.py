@@ -13,13 +13,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-KINDS = ("fixed-delay", "exponential", "none")
+from sluice._states import RestartKind
 
 
 @dataclass
 class RestartStrategy:
-    kind: str = "fixed-delay"
-    """fixed-delay | exponential | none"""
+    kind: RestartKind = RestartKind.FIXED_DELAY
+    """fixed-delay | exponential | none (a string is taken too: `--restart-strategy`)"""
     max_restarts: int = 3
     """Restarts allowed in a row, without a stable period between them."""
     delay_s: float = 1.0
@@ -32,8 +32,9 @@ class RestartStrategy:
     shared database went away) do not come back all at once."""
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        if self.kind not in tuple(RestartKind):
             raise ValueError(f"unknown restart strategy {self.kind!r}: use fixed-delay, exponential or none")
+        self.kind = RestartKind(self.kind)
         if self.max_restarts < 0 or self.delay_s < 0:
             raise ValueError("restart strategy: max restarts and delay must not be negative")
         if self.reset_after_s <= 0:
@@ -43,9 +44,9 @@ class RestartStrategy:
 
     def next_delay(self, restarts_so_far: int) -> float | None:
         """Seconds to wait before restart number `restarts_so_far + 1` in a row, or None to give up."""
-        if self.kind == "none" or restarts_so_far >= self.max_restarts:
+        if self.kind == RestartKind.NONE or restarts_so_far >= self.max_restarts:
             return None
-        if self.kind == "fixed-delay":
+        if self.kind == RestartKind.FIXED_DELAY:
             return self.delay_s
         return float(min(self.max_delay_s, self.delay_s * self.multiplier**restarts_so_far))
 
@@ -75,6 +76,6 @@ class Backoff:
         if delay is None:
             return None
         self.in_a_row += 1
-        if self.strategy.kind == "exponential" and self.strategy.jitter:
+        if self.strategy.kind == RestartKind.EXPONENTIAL and self.strategy.jitter:
             delay *= 1 + self.rng.uniform(-self.strategy.jitter, self.strategy.jitter)
         return delay

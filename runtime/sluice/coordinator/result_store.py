@@ -9,52 +9,87 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs
+from sluice._json import parse_object
+from sluice._states import JobState
 
 
 def result_uri(job_dir: str) -> str:
     return join(job_dir, "job-result.json")
 
 
-def read_result(job_dir: str) -> dict[str, Any] | None:
-    fs, path = filesystem(result_uri(job_dir))
+@dataclass(frozen=True)
+class JobResult:
+    """How a job ended. `last_savepoint` is the newest savepoint taken, `stop_savepoint` the one the job
+    stopped with (None when it ended otherwise, for instance a bounded job whose input ended after a
+    plain savepoint)."""
+
+    job_id: str
+    state: JobState
+    timestamp: int
+    """When the job ended, ms since the epoch."""
+    last_savepoint: str | None = None
+    stop_savepoint: str | None = None
+    last_checkpoint: str | None = None
+    error: str | None = None
+
+    @staticmethod
+    def now(
+        job_id: str,
+        state: JobState,
+        last_savepoint: str | None,
+        stop_savepoint: str | None,
+        last_checkpoint: str | None,
+        error: str | None,
+    ) -> JobResult:
+        now_ms = time.time_ns() // 1_000_000
+        return JobResult(job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobId": self.job_id,
+            "state": self.state,
+            "timestamp": self.timestamp,
+            "lastSavepoint": self.last_savepoint,
+            "stopSavepoint": self.stop_savepoint,
+            "lastCheckpoint": self.last_checkpoint,
+            "error": self.error,
+        }
+
+    @staticmethod
+    def from_json(payload: bytes | str, where: str = "job-result.json") -> JobResult:
+        """Parses a stored result; a malformed one raises FormatError saying which field is wrong."""
+        fields = parse_object(payload, where)
+        return JobResult(
+            job_id=fields.text("jobId"),
+            state=fields.choice("state", JobState),
+            timestamp=fields.integer("timestamp"),
+            last_savepoint=fields.optional_text("lastSavepoint"),
+            stop_savepoint=fields.optional_text("stopSavepoint"),
+            last_checkpoint=fields.optional_text("lastCheckpoint"),
+            error=fields.optional_text("error"),
+        )
+
+
+def read_result(job_dir: str) -> JobResult | None:
+    uri = result_uri(job_dir)
+    fs, path = filesystem(uri)
     if not fs.exists(path):
         return None
     with fs.open(path, "rb") as handle:
-        result: dict[str, Any] = json.loads(handle.read())
-    return result
+        return JobResult.from_json(handle.read(), uri)
 
 
-def job_result(
-    job_id: str,
-    state: str,
-    last_savepoint: str | None,
-    stop_savepoint: str | None,
-    last_checkpoint: str | None,
-    error: str | None,
-) -> dict[str, Any]:
-    """`lastSavepoint` is the newest savepoint taken, `stopSavepoint` the one the job stopped with (None
-    when it ended otherwise, for instance a bounded job whose input ended after a plain savepoint)."""
-    return {
-        "jobId": job_id,
-        "state": state,
-        "timestamp": time.time_ns() // 1_000_000,
-        "lastSavepoint": last_savepoint,
-        "stopSavepoint": stop_savepoint,
-        "lastCheckpoint": last_checkpoint,
-        "error": error,
-    }
-
-
-def write_result(job_dir: str, result: dict[str, Any]) -> None:
+def write_result(job_dir: str, result: JobResult) -> None:
     fs, path = filesystem(result_uri(job_dir))
     directory = path.rsplit("/", 1)[0]
     make_dirs(fs, directory)
-    payload = json.dumps(result, indent=1).encode()
+    payload = json.dumps(result.to_json(), indent=1).encode()
     if isinstance(fs, LocalFileSystem):
         # A coordinator killed half way through must not leave a truncated result: a restarted one
         # would fail to read it, or worse, run the ended job again. Write aside, then rename.

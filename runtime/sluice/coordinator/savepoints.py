@@ -12,16 +12,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from sluice._states import CheckpointKind, JobState, StopMode, SubtaskState
 from sluice.checkpoint.coordinator import CheckpointCoordinator
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import CheckpointStorage
 from sluice.coordinator.control import ControlServer
+from sluice.transport.messages import Stop
 
 
 @dataclass
 class StopRequest:
-    drain: bool
+    mode: StopMode
     target_dir: str
     done: asyncio.Future[str]
     savepoint_triggered: bool = False
@@ -30,7 +32,7 @@ class StopRequest:
 class SavepointOperations:
     """Mixed into the job master; uses only the members declared here."""
 
-    state: str
+    state: JobState
     storage: CheckpointStorage
     checkpoints: CheckpointCoordinator | None
     last_savepoint: str | None
@@ -39,23 +41,22 @@ class SavepointOperations:
     _control: ControlServer
     _events: asyncio.Queue[tuple[str, str | None]]
     _default_savepoint_dir: str | None
-    _trigger: Callable[..., asyncio.Future[dict[str, Any]] | None]
+    _trigger: Callable[..., asyncio.Future[CheckpointMetadata] | None]
     _all: Callable[..., bool]
 
     async def trigger_savepoint(self, target_dir: str | None) -> str:
         """Takes a savepoint while the job keeps running; returns its path."""
         target = self._savepoint_target(target_dir)
         await asyncio.to_thread(self.storage.probe_writable, target)
-        if self.state != "RUNNING":
+        if self.state != JobState.RUNNING:
             raise RuntimeError(f"the job is {self.state}, a savepoint needs it RUNNING")
-        done = self._trigger("savepoint", target)
+        done = self._trigger(CheckpointKind.SAVEPOINT, target)
         if done is None:
             why = (self.checkpoints.history[-1].error or "") if self.checkpoints else ""
             raise RuntimeError(f"the savepoint was declined: {why}")
         metadata = await done
-        path = metadata.get("_location") or self.storage.savepoint_location(target, metadata["checkpointId"])
-        self.last_savepoint = path
-        return path
+        self.last_savepoint = metadata.location
+        return metadata.location
 
     def _savepoint_target(self, target_dir: str | None) -> str:
         target = target_dir or self._default_savepoint_dir
@@ -66,21 +67,21 @@ class SavepointOperations:
             )
         return target
 
-    async def stop_with_savepoint(self, drain: bool, target_dir: str | None) -> str:
-        """Stops the sources, lets every task finish (drain) or just end (no drain), takes the savepoint.
+    async def stop_with_savepoint(self, mode: StopMode, target_dir: str | None) -> str:
+        """Stops the sources, lets every task finish (TERMINATE) or just end (SUSPEND), takes the savepoint.
 
         The job then ends FINISHED. When the savepoint fails, the job is restarted from its latest
         checkpoint and keeps running; the error is raised.
         """
         target = self._savepoint_target(target_dir)
         await asyncio.to_thread(self.storage.probe_writable, target)
-        if self.state != "RUNNING" or self.stop_request is not None:
+        if self.state != JobState.RUNNING or self.stop_request is not None:
             raise RuntimeError(
                 f"the job is {self.state}{' and already stopping' if self.stop_request else ''}"
             )
-        request = StopRequest(drain, target, asyncio.get_running_loop().create_future())
+        request = StopRequest(mode, target, asyncio.get_running_loop().create_future())
         self.stop_request = request
-        self._control.broadcast({"type": "stop", "drain": drain})
+        self._control.broadcast(Stop(mode))
         try:
             return await request.done
         finally:
@@ -88,15 +89,19 @@ class SavepointOperations:
 
     def _maybe_stop_savepoint(self) -> None:
         request = self.stop_request
-        if request is None or request.savepoint_triggered or not self._all("END_OF_DATA", "FINISHED"):
+        if (
+            request is None
+            or request.savepoint_triggered
+            or not self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
+        ):
             return
         assert self.checkpoints is not None
         if self.checkpoints.pending:
             return
         request.savepoint_triggered = True
-        done = self._trigger("savepoint", request.target_dir, "drain" if request.drain else "no-drain")
+        done = self._trigger(CheckpointKind.SAVEPOINT, request.target_dir, request.mode)
 
-        def settle(future: asyncio.Future[dict[str, Any]] | None) -> None:
+        def settle(future: asyncio.Future[CheckpointMetadata] | None) -> None:
             if request.done.done():
                 return
             if future is None or future.cancelled() or future.exception() is not None:
@@ -105,9 +110,9 @@ class SavepointOperations:
                 # The sources have stopped already: go back to running from the latest checkpoint.
                 self._events.put_nowait(("failed", f"stop-with-savepoint failed ({reason}); resuming"))
                 return
-            metadata = future.result()
-            self.last_savepoint = self.stop_savepoint = metadata["_location"]
-            request.done.set_result(metadata["_location"])
+            location = future.result().location
+            self.last_savepoint = self.stop_savepoint = location
+            request.done.set_result(location)
 
         if done is None:
             settle(None)

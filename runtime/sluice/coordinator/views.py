@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from sluice._states import CheckpointStatus, SubtaskState
 from sluice.coordinator.metrics import MetricsHistory, vertex_figures
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ _METRICS = ("recordsIn", "recordsOut", "lateRecordsDropped")
 _RECENT_CHECKPOINTS = 10
 
 
-def sum_metrics(samples: Iterable[dict[str, int]]) -> dict[str, int]:
+def sum_metrics(samples: Iterable[Mapping[str, object]]) -> dict[str, int]:
     total = dict.fromkeys(_METRICS, 0)
     for values in samples:
         for key in _METRICS:
@@ -49,10 +50,10 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
         figures = []
         for s in range(vertex.parallelism):
             key = f"{vertex.id}:{s}"
-            state = job.subtasks.get((vertex.id, s), "CREATED")
+            state = job.subtasks.get((vertex.id, s), SubtaskState.CREATED)
             sample = job.metrics.get(key, empty)
             counts = {k: sample.get(k, 0) for k in _METRICS}
-            rates = history.subtask(key, finished=state == "FINISHED", now_ms=now_ms)
+            rates = history.subtask(key, finished=state == SubtaskState.FINISHED, now_ms=now_ms)
             figures.append(rates)
             subtasks.append(
                 {
@@ -79,12 +80,12 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
                     for edge in vertex.inputs
                 ],
                 "subtasks": subtasks,
-                "finishedSubtasks": sum(t["state"] == "FINISHED" for t in subtasks),
+                "finishedSubtasks": sum(t["state"] == SubtaskState.FINISHED for t in subtasks),
                 "metrics": {**totals, **combined},
             }
         )
     checkpoints = job.checkpoints
-    failures = [r for r in checkpoints.history if r.status == "FAILED"] if checkpoints else []
+    failures = [r for r in checkpoints.history if r.status == CheckpointStatus.FAILED] if checkpoints else []
     recent = (
         [r.as_json() for r in reversed(checkpoints.history[-_RECENT_CHECKPOINTS:])] if checkpoints else []
     )
@@ -102,8 +103,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
         "lastSavepoint": job.last_savepoint,
         "subtasks": {
             "total": len(states),
-            "running": sum(s not in ("FINISHED", "FAILED", "CANCELED") for s in states),
-            "finished": states.count("FINISHED"),
+            "running": sum(not s.ended for s in states),
+            "finished": states.count(SubtaskState.FINISHED),
         },
         "checkpoints": {
             "completed": checkpoints.counts["completed"] if checkpoints else 0,

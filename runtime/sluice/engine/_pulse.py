@@ -17,14 +17,14 @@ import threading
 
 from sluice.transport.framing import frame
 from sluice.transport.handshake import CONTROL
-from sluice.transport.messages import encode_message
+from sluice.transport.messages import Heartbeat, encode_message
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
 
 
 class Pulse:
-    """Sends `{"type": "heartbeat", ...}` every `interval_s` until stopped or the connection breaks.
+    """Sends a `Heartbeat` every `interval_s` until stopped or the connection breaks.
 
     `tm`, `pid` and `data_port` name the registered TaskManager this heartbeat belongs to, so that the
     coordinator never credits it to another attempt's TaskManager with the same index.
@@ -35,7 +35,7 @@ class Pulse:
     ) -> None:
         self._wire, self._host, self._port = wire, host, port
         self._beat = frame(
-            encode_message({"type": "heartbeat", "tm": tm, "pid": pid, "dataPort": data_port}),
+            encode_message(Heartbeat(tm, pid, data_port)),
             wire.max_frame_bytes,
         )
         self._interval_s = interval_s

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sluice._states import SubtaskState
+from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.storage import write_bytes
 from sluice.engine._alignment import BarrierAligner
 from sluice.engine._watermarks import WatermarkValve
@@ -39,8 +41,10 @@ from sluice.engine.events import (
 )
 from sluice.engine.operators.source import SourceOperator
 from sluice.engine.writer import BATCH_SIZE
+from sluice.state.snapshots import KeyedFile
+from sluice.transport.messages import STATE_WRITE, Decline, Message, TaskReport
 
-Report = Callable[[dict[str, Any]], None]
+Report = Callable[[Message], None]
 
 
 @dataclass
@@ -125,19 +129,23 @@ class StreamTask:
         watermark = self.valve.current
         return (None if watermark == MIN_WATERMARK else watermark), *self.gate.fill()
 
-    def _state(self, state: str, **extra: Any) -> None:
-        if state in ("FINISHED", "FAILED"):
+    def _state(
+        self,
+        state: SubtaskState,
+        error: str | None = None,
+        trace: str | None = None,
+        drain: bool | None = None,
+    ) -> None:
+        if state in (SubtaskState.FINISHED, SubtaskState.FAILED):
             self.metrics.ended()
-        self.report(
-            {"type": "task", "vertex": self.vertex.id, "subtask": self.subtask_index, "state": state, **extra}
-        )
+        self.report(TaskReport(self.vertex.id, self.subtask_index, state, error, trace, drain))
 
     # -- the main loop ------------------------------------------------------------------------------
 
     async def run(self) -> None:
         try:
             self.chain.open()
-            self._state("RUNNING")
+            self._state(SubtaskState.RUNNING)
             if self.chain.finished_on_restore:
                 await self._finished_on_restore()
             else:
@@ -148,7 +156,7 @@ class StreamTask:
             await self._flush(True)
             for writer in self.chain.writers:
                 await writer.close()
-            self._state("FINISHED")
+            self._state(SubtaskState.FINISHED)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 self.chain.close()
@@ -156,7 +164,9 @@ class StreamTask:
         except Exception as err:
             with contextlib.suppress(Exception):
                 self.chain.close()
-            self._state("FAILED", error=f"{type(err).__name__}: {err}", trace=traceback.format_exc())
+            self._state(
+                SubtaskState.FAILED, error=f"{type(err).__name__}: {err}", trace=traceback.format_exc()
+            )
 
     async def _finished_on_restore(self) -> None:
         # Every operator of this chain finished before the checkpoint: nothing runs again; downstream
@@ -164,7 +174,7 @@ class StreamTask:
         self.chain.broadcast(Watermark(MAX_WATERMARK))
         self.chain.broadcast(EndOfData(drain=True))
         self.end_of_data = True
-        self._state("END_OF_DATA")
+        self._state(SubtaskState.END_OF_DATA)
         await self._flush(True)
 
     async def _loop(self) -> None:
@@ -321,7 +331,7 @@ class StreamTask:
         self.chain.broadcast(EndOfData(drain=drain))
         await self._flush(True)
         self.end_of_data = True
-        self._state("END_OF_DATA", drain=drain)
+        self._state(SubtaskState.END_OF_DATA, drain=drain)
         if not self.wait_for_final_checkpoint:
             self._done = True
 
@@ -383,71 +393,59 @@ class StreamTask:
         operators = []
         try:
             for ack in acks:
-                handle: dict[str, Any] = {
-                    "uid": ack.uid,
-                    "finished": ack.finished,
-                    "union": ack.union,
-                    "operatorState": ack.operator_state,
-                    "keyGroups": list(ack.key_groups) if ack.key_groups else None,
-                    "pendingCommits": ack.pending_commits,
-                    "path": None,
-                    "size": 0,
-                }
-                if ack.data is not None:
-                    name = f"{ack.uid}-{self.subtask_index}.state"
-                    handle["size"] = await asyncio.to_thread(write_bytes, target, name, ack.data)
-                    handle["path"] = name
-                handle["bytesWritten"] = handle["stateSize"] = handle["size"]
-                if ack.keyed is not None:
-                    stem = f"{ack.uid}-{self.subtask_index}"
-                    keyed = await asyncio.to_thread(ack.keyed.write, target, stem)
-                    ack.keyed.written(keyed)
-                    handle["keyedFiles"] = [f.as_json() for f in keyed.chain]
-                    handle["bytesWritten"] += keyed.written
-                    handle["stateSize"] += keyed.state_size
-                operators.append(handle)
+                operators.append(await self._write_operator(ack, target))
         except Exception as err:
-            self.report(
-                {
-                    "type": "decline",
-                    "checkpoint": cid,
-                    "vertex": self.vertex.id,
-                    "subtask": self.subtask_index,
-                    "cause": "state-write",
-                    "reason": f"writing state of {self.vertex.name}[{self.subtask_index}] failed: "
-                    f"{type(err).__name__}: {err}",
-                }
-            )
+            name = f"{self.vertex.name}[{self.subtask_index}]"
+            why = f"writing state of {name} failed: {type(err).__name__}: {err}"
+            self.report(Decline(cid, self.vertex.id, self.subtask_index, why, STATE_WRITE))
             return
         finally:
             # Back on the task's thread: the frozen keyed state takes the writes made meanwhile.
             for ack in acks:
                 if ack.keyed is not None:
                     ack.keyed.release()
-        self.report(
-            {
-                "type": "ack",
-                "checkpoint": cid,
-                "vertex": self.vertex.id,
-                "subtask": self.subtask_index,
-                "operators": operators,
-                "endOfData": self.end_of_data,
-                "syncMs": round(sync_ms, 3),
-                "asyncMs": round((time.perf_counter() - started) * 1000, 3),
-            }
+        acknowledgement = Acknowledgement(
+            cid,
+            self.vertex.id,
+            self.subtask_index,
+            tuple(operators),
+            self.end_of_data,
+            sync_ms=round(sync_ms, 3),
+            async_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        self.report(acknowledgement)
+
+    async def _write_operator(self, ack: OperatorAck, target: str) -> AckedOperator:
+        """Writes one operator's state files for the checkpoint; returns what the coordinator learns."""
+        path, size = None, 0
+        if ack.data is not None:
+            path = f"{ack.uid}-{self.subtask_index}.state"
+            size = await asyncio.to_thread(write_bytes, target, path, ack.data)
+        chain: tuple[KeyedFile, ...] = ()
+        written = state_size = size
+        if ack.keyed is not None:
+            keyed = await asyncio.to_thread(ack.keyed.write, target, f"{ack.uid}-{self.subtask_index}")
+            ack.keyed.written(keyed)
+            chain = tuple(keyed.chain)
+            written += keyed.written
+            state_size += keyed.state_size
+        return AckedOperator(
+            uid=ack.uid,
+            finished=ack.finished,
+            path=path,
+            size=size,
+            key_groups=ack.key_groups or None,
+            operator_state=ack.operator_state,
+            union=ack.union,
+            pending_commits=ack.pending_commits,
+            keyed_files=chain,
+            bytes_written=written,
+            state_size=state_size,
         )
 
     def _abort_alignment(self, checkpoint_id: int, why: str) -> None:
         self.chain.broadcast(CancelCheckpoint(checkpoint_id))
-        self.report(
-            {
-                "type": "decline",
-                "checkpoint": checkpoint_id,
-                "vertex": self.vertex.id,
-                "subtask": self.subtask_index,
-                "reason": why,
-            }
-        )
+        self.report(Decline(checkpoint_id, self.vertex.id, self.subtask_index, why))
 
     async def _drain_writes(self) -> None:
         if self._pending_writes:

@@ -15,7 +15,6 @@ import logging
 import os
 import socket
 import sys
-from typing import Any
 
 import cloudpickle
 
@@ -32,11 +31,19 @@ from sluice.engine.task import Abort, Complete, Stop, StreamTask, Trigger
 from sluice.engine.wiring import SubtaskId, channel_index, input_channels, output_targets
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobGraph
+from sluice.transport import messages
 from sluice.transport.framing import frame, read_payload
 from sluice.transport.handshake import CONTROL
 from sluice.transport.messages import (
     TO_TASKMANAGER,
+    Figures,
+    JobEnd,
+    Message,
     MessageError,
+    MetricsReport,
+    Register,
+    Shutdown,
+    ToTaskManager,
     decode_blob,
     decode_message,
     encode_message,
@@ -61,7 +68,7 @@ class TaskManager:
         self._runners: list[asyncio.Task[None]] = []
         self._writer: asyncio.StreamWriter | None = None
 
-    def report(self, message: dict[str, Any]) -> None:
+    def report(self, message: Message) -> None:
         if self._writer is not None and not self._writer.is_closing():
             self._writer.write(frame(encode_message(message), self.wire.max_frame_bytes))
 
@@ -73,15 +80,7 @@ class TaskManager:
             if self.bind_host not in ("0.0.0.0", "")
             else socket.gethostbyname(socket.gethostname())
         )
-        self.report(
-            {
-                "type": "register",
-                "tm": self.index,
-                "host": advertised,
-                "dataPort": self.data.port,
-                "pid": os.getpid(),
-            }
-        )
+        self.report(Register(self.index, advertised, self.data.port, os.getpid()))
         pulse = Pulse(
             self.wire,
             self.coordinator_host,
@@ -97,8 +96,9 @@ class TaskManager:
             while True:
                 payload = await read_payload(reader, self.wire.max_frame_bytes)
                 message = decode_message(payload, TO_TASKMANAGER)
-                if message["type"] == "shutdown":
-                    self._release_at_job_end(message)
+                if isinstance(message, Shutdown):
+                    if message.job_ended is not None:
+                        self._release_at_job_end(message.job_ended)
                     return 0
                 await self._handle(message)
         except MessageError as err:
@@ -116,17 +116,10 @@ class TaskManager:
                 await self._writer.drain()
                 self._writer.close()
 
-    def _release_at_job_end(self, shutdown: dict[str, Any]) -> None:
+    def _release_at_job_end(self, ended: JobEnd) -> None:
         """The job ended for good (canceled, or failed with no restart left): sinks release what they
         pre-committed for checkpoints that never completed, since no restore will."""
-        ended = shutdown.get("jobEnded")
-        if not isinstance(ended, dict):
-            return
-        latest, savepoints = ended.get("latestCheckpoint"), ended.get("savepoints")
-        if not isinstance(latest, int) or not isinstance(savepoints, list):
-            log.error("TaskManager %d: a malformed end of job from the coordinator: %r", self.index, ended)
-            return
-        kept = frozenset(s for s in savepoints if isinstance(s, int))
+        latest, kept = ended.latest_checkpoint, frozenset(ended.savepoints)
         for task in self.tasks.values():
             for op in task.chain.operators:
                 if isinstance(op, TwoPhaseCommitSinkOperator):
@@ -141,53 +134,43 @@ class TaskManager:
         # The metrics report; liveness is the Pulse thread's, which a busy event loop cannot delay.
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            self.report(
-                {
-                    "type": "metrics",
-                    "tm": self.index,
-                    "metrics": {f"{v}:{s}": m.as_dict() for (v, s), m in self.metrics.items()},
-                }
-            )
+            figures: dict[str, Figures] = {
+                f"{v}:{s}": dict(m.as_dict()) for (v, s), m in self.metrics.items()
+            }
+            self.report(MetricsReport(self.index, figures))
             if self._writer is not None:
                 with contextlib.suppress(ConnectionError):
                     await self._writer.drain()
 
-    async def _handle(self, message: dict[str, Any]) -> None:
-        kind = message["type"]
-        if kind == "deploy":
+    async def _handle(self, message: ToTaskManager) -> None:
+        if isinstance(message, messages.Deploy):
             await self._deploy(message)
-        elif kind == "trigger":
-            for v, s in message["tasks"]:
+        elif isinstance(message, messages.Trigger):
+            for v, s in message.tasks:
                 task = self.tasks.get((v, s))
                 if task is not None:
                     task.post(
-                        Trigger(
-                            message["checkpoint"],
-                            message["timestamp"],
-                            message["location"],
-                            message["savepoint"],
-                        )
+                        Trigger(message.checkpoint, message.timestamp, message.location, message.savepoint)
                     )
-        elif kind == "complete":
+        elif isinstance(message, messages.Complete):
             for task in self.tasks.values():
-                task.post(Complete(message["checkpoint"]))
-        elif kind == "abort":
+                task.post(Complete(message.checkpoint))
+        elif isinstance(message, messages.Abort):
             for task in self.tasks.values():
-                task.post(Abort(message["checkpoint"]))
-        elif kind == "stop":
+                task.post(Abort(message.checkpoint))
+        elif isinstance(message, messages.Stop):
             for task in self.tasks.values():
                 if isinstance(task.chain.head, SourceOperator):
-                    task.post(Stop(message["drain"]))
+                    task.post(Stop(message.mode.drains))
 
-    async def _deploy(self, message: dict[str, Any]) -> None:
+    async def _deploy(self, message: messages.Deploy) -> None:
         # The graph holds the user's functions, so it is a pickle; it comes from the coordinator, which
         # proved it holds the job's secret before this connection carried anything.
-        graph: JobGraph = cloudpickle.loads(decode_blob(message["graph"]))
-        attempt, job_id = message["attempt"], message["jobId"]
-        mine = [tuple(t) for t in message["tasks"]]
-        where = {tuple(map(int, k.split(":"))): tm for k, tm in message["placement"].items()}
-        addresses = {int(tm): tuple(addr) for tm, addr in message["taskmanagers"].items()}
-        shares = await asyncio.to_thread(self._restore_shares, graph, mine, message.get("restore"))
+        graph: JobGraph = cloudpickle.loads(decode_blob(message.graph))
+        attempt, job_id = message.attempt, message.job_id
+        mine = list(message.tasks)
+        where, addresses = message.placement, message.taskmanagers
+        shares = await asyncio.to_thread(self._restore_shares, graph, mine, message.restore)
         gates: dict[SubtaskId, list[InputChannel]] = {}
         for v, s in mine:
             vertex = graph.vertex(v)
@@ -213,7 +196,7 @@ class TaskManager:
                 writers.append(RecordWriter(edge.partitioning, outs, graph.max_parallelism))
             metrics = self.metrics[(v, s)] = Metrics()
             chain = OperatorChain(
-                vertex, s, attempt, job_id, writers, metrics, shares[(v, s)], message["attemptToken"]
+                vertex, s, attempt, job_id, writers, metrics, shares[(v, s)], message.attempt_token
             )
             layout = input_channels(graph, vertex, s)
             gate = InputGate(gates[(v, s)]) if layout else None
@@ -229,7 +212,7 @@ class TaskManager:
                 self.report,
                 metrics,
                 rate,
-                wait_for_final_checkpoint=message["waitForFinalCheckpoint"],
+                wait_for_final_checkpoint=message.wait_for_final_checkpoint,
             )
             self.tasks[(v, s)] = task
         for task in self.tasks.values():
@@ -237,7 +220,7 @@ class TaskManager:
 
     @staticmethod
     def _restore_shares(
-        graph: JobGraph, mine: list[Any], restore: str | None
+        graph: JobGraph, mine: list[SubtaskId], restore: str | None
     ) -> dict[SubtaskId, dict[str, Share]]:
         shares: dict[SubtaskId, dict[str, Share]] = {(v, s): {} for v, s in mine}
         if restore is None:

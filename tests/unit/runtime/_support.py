@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sluice._states import CheckpointKind
+from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.checkpoint.snapshot import OperatorSnapshot
 from sluice.checkpoint.storage import read_metadata, write_bytes, write_metadata
 from sluice.engine.context import Metrics, OperatorContext
@@ -86,7 +88,7 @@ def write_checkpoint(
     max_parallelism: int = 128,
     keyed: bool = False,
     finished: tuple[int, ...] = (),
-) -> dict[str, Any]:
+) -> CheckpointMetadata:
     """Writes one operator's state files and `_metadata` as a completed checkpoint has them; reads it back.
 
     `snapshots` maps subtask index -> its snapshot (running subtasks only); `finished` lists the subtasks
@@ -101,23 +103,24 @@ def write_checkpoint(
         size = write_bytes(location, name, pickle.dumps(snap, protocol=5))
         groups = key_group_range(index, max_parallelism, parallelism)
         handles.append(
-            {
-                "index": index,
-                "path": name,
-                "size": size,
-                "keyGroups": [groups.start, groups.stop - 1] if keyed else None,
-                "operatorState": bool(snap.lists or snap.unions or snap.broadcast),
-                "union": snap.uses_union_state(),
-            }
+            SubtaskHandle(
+                index,
+                name,
+                size,
+                key_groups=(groups.start, groups.stop - 1) if keyed else None,
+                operator_state=bool(snap.lists or snap.unions or snap.broadcast),
+                union=snap.uses_union_state(),
+            )
         )
     fully = len(finished) == parallelism
-    entry = {
-        "uid": uid,
-        "parallelism": parallelism,
-        "maxParallelism": max_parallelism,
-        "fullyFinished": fully,
-        "finishedSubtasks": [] if fully else list(finished),
-        "subtasks": [] if fully else handles,
-    }
-    write_metadata(location, {"version": 1, "checkpointId": 1, "jobId": "j", "operators": [entry]})
+    entry = OperatorEntry(
+        uid,
+        parallelism,
+        max_parallelism,
+        fully_finished=fully,
+        finished_subtasks=() if fully else finished,
+        subtasks=() if fully else tuple(handles),
+    )
+    metadata = CheckpointMetadata(1, "j", CheckpointKind.CHECKPOINT, 0, None, (entry,), version=1)
+    write_metadata(location, metadata)
     return read_metadata(location)

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from sluice._states import CheckpointKind
+from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
-from sluice.checkpoint.pending import PendingCheckpoint
+from sluice.checkpoint.pending import PendingCheckpoint, Waiting
 from sluice.checkpoint.plan import finished_by_vertex, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage
 from sluice.graph.jobgraph import JobGraph
@@ -28,36 +30,31 @@ def pipeline() -> JobGraph:
 
 def operator_ack(
     uid: str, *, state: bool, finished: bool = False, union: bool = False, commits: bool = False
-) -> dict[str, Any]:
-    return {
-        "uid": uid,
-        "finished": finished,
-        "union": union,
-        "pendingCommits": commits,
-        "operatorState": state,
-        "keyGroups": None,
-        "path": f"{uid}.state" if state else None,
-        "size": 10 if state else 0,
-    }
+) -> AckedOperator:
+    return AckedOperator(
+        uid,
+        finished,
+        path=f"{uid}.state" if state else None,
+        size=10 if state else 0,
+        operator_state=state,
+        union=union,
+        pending_commits=commits,
+    )
 
 
-def ack(job: JobGraph, subtask: Subtask, **kwargs: Any) -> dict[str, Any]:
+def ack(job: JobGraph, subtask: Subtask, **kwargs: Any) -> Acknowledgement:
     vertex = job.vertex(subtask[0])
-    return {
-        "type": "ack",
-        "checkpoint": 7,
-        "vertex": subtask[0],
-        "subtask": subtask[1],
-        "operators": [
-            operator_ack(uid, **kwargs, commits=uid == "sink" and kwargs.get("finished", False))
-            for uid in vertex.uids
-        ],
-    }
+    operators = [
+        operator_ack(uid, **kwargs, commits=uid == "sink" and kwargs.get("finished", False))
+        for uid in vertex.uids
+    ]
+    return Acknowledgement(7, subtask[0], subtask[1], tuple(operators), end_of_data=False)
 
 
 def metadata(
-    tmp_path: Path, job: JobGraph, finished: set[Subtask], acks: dict[Subtask, dict[str, Any]]
+    tmp_path: Path, job: JobGraph, finished: set[Subtask], acks: dict[Subtask, Acknowledgement]
 ) -> dict[str, Any]:
+    """The `_metadata` document (as written) that the coordinator builds from `acks`."""
     by_vertex = finished_by_vertex(finished)
     coordinator = CheckpointCoordinator(
         job,
@@ -67,9 +64,11 @@ def metadata(
         lambda: by_vertex,
     )
     plan = plan_checkpoint(job, by_vertex)
-    pending = PendingCheckpoint(7, "checkpoint", "file:///x/chk-7", 1234, None, plan, set(plan.to_wait_for))
+    pending = PendingCheckpoint(
+        7, CheckpointKind.CHECKPOINT, "file:///x/chk-7", 1234, None, plan, Waiting(plan)
+    )
     pending.acks = acks
-    return coordinator.build_metadata(pending)
+    return coordinator.build_metadata(pending).to_json()
 
 
 def by_uid(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:

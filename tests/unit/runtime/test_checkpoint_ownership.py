@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
+from sluice._states import CheckpointKind
 from sluice.checkpoint import coordinator as coordinator_module
+from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import (
     CheckpointStorage,
     damage,
@@ -23,6 +26,7 @@ from sluice.checkpoint.storage import (
     write_metadata,
 )
 from sluice.graph.jobgraph import JobGraph
+from sluice.transport.messages import Complete, ToTaskManager
 
 from ._graphs import graph
 
@@ -33,28 +37,12 @@ def source_only() -> JobGraph:
     return graph([(["src"], 2)], [])
 
 
-def ack(checkpoint: int, subtask: int) -> dict[str, Any]:
-    return {
-        "type": "ack",
-        "checkpoint": checkpoint,
-        "vertex": 0,
-        "subtask": subtask,
-        "operators": [
-            {
-                "uid": "src",
-                "finished": False,
-                "union": False,
-                "pendingCommits": False,
-                "operatorState": True,
-                "keyGroups": None,
-                "path": f"src-{subtask}.state",
-                "size": len(STATE),
-            }
-        ],
-    }
+def ack(checkpoint: int, subtask: int) -> Acknowledgement:
+    state = AckedOperator("src", finished=False, path=f"src-{subtask}.state", size=len(STATE))
+    return Acknowledgement(checkpoint, 0, subtask, (state,), end_of_data=False)
 
 
-def coordinator(tmp_path: Path, sent: list[dict[str, Any]]) -> CheckpointCoordinator:
+def coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointCoordinator:
     storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
     return CheckpointCoordinator(
         source_only(), storage, CheckpointConfig(interval_s=None), lambda m, _: sent.append(m), dict
@@ -76,7 +64,7 @@ def attempt_ends_while_metadata_is_written(
     which a loaded machine may run the two threads."""
     writing, release, discarded = threading.Event(), threading.Event(), threading.Event()
 
-    def slow_write(location: str, metadata: dict[str, Any]) -> None:
+    def slow_write(location: str, metadata: CheckpointMetadata) -> None:
         writing.set()
         release.wait(10)
         write_metadata(location, metadata)
@@ -87,7 +75,7 @@ def attempt_ends_while_metadata_is_written(
 
     monkeypatch.setattr(coordinator_module, "write_metadata", slow_write)
     monkeypatch.setattr(coordinator_module, "discard", recorded_discard)
-    sent: list[dict[str, Any]] = []
+    sent: list[ToTaskManager] = []
 
     async def scenario() -> tuple[CheckpointCoordinator, str]:
         coord = coordinator(tmp_path, sent)
@@ -115,7 +103,7 @@ def test_attempt_ending_while_metadata_is_written_leaves_a_complete_checkpoint(
     assert damage(restored) is None
     assert coord.latest is not None and coord.latest.checkpoint_id == 1
     # The ending attempt's tasks are not told; the next attempt restores it and commits for them.
-    assert {"type": "complete", "checkpoint": 1} not in sent
+    assert Complete(1) not in sent
 
 
 def test_a_savepoint_whose_attempt_ended_while_it_was_written_is_discarded_whole(
@@ -125,11 +113,11 @@ def test_a_savepoint_whose_attempt_ended_while_it_was_written_is_discarded_whole
     assert not Path(location.removeprefix("file://")).exists()
     assert list((tmp_path / "sp").iterdir()) == []
     assert coord.latest_savepoint is None and coord.counts["failed"] == 1
-    assert not [m for m in sent if m["type"] == "complete"]
+    assert not [m for m in sent if isinstance(m, Complete)]
 
 
 def test_a_checkpoint_failing_before_all_acks_is_discarded_and_settled(tmp_path: Path) -> None:
-    sent: list[dict[str, Any]] = []
+    sent: list[ToTaskManager] = []
 
     async def scenario() -> CheckpointCoordinator:
         coord = coordinator(tmp_path, sent)
@@ -150,7 +138,7 @@ def test_discard_removes_metadata_before_the_state_files(
 ) -> None:
     location = f"file://{tmp_path / 'chk-1'}"
     write_bytes(location, "src-0.state", STATE)
-    write_metadata(location, {"checkpointId": 1, "operators": []})
+    write_metadata(location, CheckpointMetadata(1, "job", CheckpointKind.CHECKPOINT, 0, None, ()))
 
     def interrupted(path: str, *args: Any, **kwargs: Any) -> None:
         # The process dies while deleting the directory tree (state files and all, in any order).
@@ -165,7 +153,7 @@ def test_discard_removes_metadata_before_the_state_files(
 def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_missing_or_short(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sent: list[dict[str, Any]] = []
+    sent: list[ToTaskManager] = []
 
     async def two_checkpoints() -> CheckpointCoordinator:
         coord = coordinator(tmp_path, sent)
@@ -190,11 +178,11 @@ def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_miss
     (newest / "src-1.state").unlink()
     assert storage.latest_completed() == storage.checkpoint_location(1)
     assert "src-1.state of operator 'src' is missing" in caplog.text
-    assert read_metadata(storage.checkpoint_location(1))["checkpointId"] == 1
+    assert read_metadata(storage.checkpoint_location(1)).checkpoint_id == 1
 
 
 def test_retention_keeps_the_newest_checkpoints_only(tmp_path: Path) -> None:
-    sent: list[dict[str, Any]] = []
+    sent: list[ToTaskManager] = []
 
     async def three_checkpoints() -> CheckpointCoordinator:
         coord = coordinator(tmp_path, sent)

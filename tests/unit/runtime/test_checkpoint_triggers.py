@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
 from sluice.checkpoint.storage import CheckpointStorage
+from sluice.transport.messages import ToTaskManager, Trigger
 
 from ._graphs import graph
 
 
-def _coordinator(tmp_path: Path, sent: list[dict[str, Any]]) -> CheckpointCoordinator:
+def _coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointCoordinator:
     storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
     return CheckpointCoordinator(
         graph([(["src"], 2)], []),
@@ -33,7 +33,7 @@ def _coordinator(tmp_path: Path, sent: list[dict[str, Any]]) -> CheckpointCoordi
 
 def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next(tmp_path: Path) -> None:
     async def scenario() -> None:
-        sent: list[dict[str, Any]] = []
+        sent: list[ToTaskManager] = []
         coord = _coordinator(tmp_path, sent)
         coord.trigger()
         coord.abort_all("the job attempt ended")
@@ -48,7 +48,7 @@ def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next
 
         coord.accept_triggers()
         pending = coord.trigger()
-        assert [m["type"] for m in sent] == ["trigger"]
+        assert [type(m) for m in sent] == [Trigger]
         assert list(coord.pending) == [pending.checkpoint_id]
         await coord.settle()
 
@@ -57,9 +57,9 @@ def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next
 
 def test_a_new_coordinator_accepts_triggers(tmp_path: Path) -> None:
     async def scenario() -> None:
-        sent: list[dict[str, Any]] = []
+        sent: list[ToTaskManager] = []
         coord = _coordinator(tmp_path, sent)
         coord.trigger()
-        assert [m["type"] for m in sent] == ["trigger"]
+        assert [type(m) for m in sent] == [Trigger]
 
     asyncio.run(scenario())

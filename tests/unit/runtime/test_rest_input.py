@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from sluice._states import StopMode
 from sluice.coordinator._rest_input import (
     BadRequest,
     SavepointRequest,
     SavepointTargets,
     cancel_request,
-    savepoint_request,
 )
 
 TARGETS = SavepointTargets(["file:///data/sp", "/data/chk/", None, "s3://bucket/savepoints"])
@@ -72,16 +72,16 @@ def test_no_prefix_allows_nothing() -> None:
         ({}, SavepointRequest(None, None)),
         ({"stop": False}, SavepointRequest(None, None)),
         ({"stop": None}, SavepointRequest(None, None)),
-        ({"stop": "suspend"}, SavepointRequest("suspend", None)),
+        ({"stop": "suspend"}, SavepointRequest(StopMode.SUSPEND, None)),
         (
             {"stop": "terminate", "targetDirectory": "file:///data/sp"},
-            SavepointRequest("terminate", "file:///data/sp"),
+            SavepointRequest(StopMode.TERMINATE, "file:///data/sp"),
         ),
         ({"targetDirectory": None}, SavepointRequest(None, None)),
     ],
 )
 def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -> None:
-    assert savepoint_request(body, TARGETS) == wanted
+    assert SavepointRequest.from_json(body, TARGETS) == wanted
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -
 )
 def test_bad_savepoint_bodies_say_what_is_wrong(body: dict[str, Any], message: str) -> None:
     with pytest.raises(BadRequest, match=message):
-        savepoint_request(body, TARGETS)
+        SavepointRequest.from_json(body, TARGETS)
 
 
 def test_a_cancel_request_has_no_fields() -> None:

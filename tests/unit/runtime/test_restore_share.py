@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sluice.checkpoint.metadata import CheckpointMetadata, PendingCommit
 from sluice.checkpoint.restore import FullyFinished, RestoreError, restored_share
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.checkpoint.storage import write_bytes
@@ -30,7 +32,7 @@ def keyed_snapshots(keys: list[Any], parallelism: int) -> dict[int, OperatorSnap
     return snaps
 
 
-def shares(metadata: dict[str, Any], uid: str, parallelism: int) -> list[RestoredState]:
+def shares(metadata: CheckpointMetadata, uid: str, parallelism: int) -> list[RestoredState]:
     out = []
     for subtask in range(parallelism):
         share = restored_share(metadata, uid, subtask, parallelism, MAX_P)
@@ -48,7 +50,7 @@ KEYS = [f"user-{i}" for i in range(300)] + list(range(200))
 
 def write_checkpoint_keyed(
     tmp_path: Path, parallelism: int, finished: tuple[int, ...] = ()
-) -> dict[str, Any]:
+) -> CheckpointMetadata:
     snaps = keyed_snapshots(KEYS, parallelism)
     for index in finished:
         snaps.pop(index)
@@ -151,14 +153,14 @@ def test_fully_finished_operator_is_not_run_again(tmp_path: Path) -> None:
 def test_fully_finished_sink_hands_its_final_commits_to_exactly_one_new_subtask(tmp_path: Path) -> None:
     # The final checkpoint of a two-phase-commit sink: finished, but with transactions still to commit.
     metadata = write_checkpoint(tmp_path, "sink", {}, 3, finished=(0, 1, 2))
-    location = metadata["_location"]
+    location = metadata.location
     pending = []
     for index in range(3):
         snap = OperatorSnapshot(lists={"pending": [(4, f"txn-{index}")]})
-        pending.append({"index": index, "path": f"sink-{index}.state", "size": 1})
+        pending.append(PendingCommit(index, f"sink-{index}.state", 1))
         write_bytes(location, f"sink-{index}.state", pickle.dumps(snap))
-    metadata["operators"][0]["pendingCommits"] = pending
-    metadata["checkpointId"] = 4
+    sink = replace(metadata.operators[0], pending_commits=tuple(pending))
+    metadata = replace(metadata, checkpoint_id=4, operators=(sink,))
     for parallelism in (1, 2, 3, 5):
         committed: list[str] = []
         for subtask in range(parallelism):

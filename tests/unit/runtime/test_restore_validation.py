@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from sluice._states import CheckpointKind
+from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.coordinator.validation import RestoreRefused, validate_restore
 from sluice.graph.jobgraph import JobGraph
 from sluice.graph.transformations import PartitionKind
@@ -15,20 +15,13 @@ from ._graphs import graph
 LOCATION = "file:///checkpoints/job/chk-9"
 
 
-def entry(uid: str, *, fully: bool = False, state: bool = True) -> dict[str, Any]:
-    handles = [{"index": 0, "path": f"{uid}-0.state"}] if state and not fully else []
-    return {
-        "uid": uid,
-        "parallelism": 1,
-        "maxParallelism": 128,
-        "fullyFinished": fully,
-        "finishedSubtasks": [],
-        "subtasks": handles,
-    }
+def entry(uid: str, *, fully: bool = False, state: bool = True) -> OperatorEntry:
+    handles = (SubtaskHandle(0, f"{uid}-0.state", 1),) if state and not fully else ()
+    return OperatorEntry(uid, 1, 128, fully_finished=fully, subtasks=handles)
 
 
-def checkpoint(*entries: dict[str, Any]) -> dict[str, Any]:
-    return {"operators": list(entries), "_location": LOCATION}
+def checkpoint(*entries: OperatorEntry) -> CheckpointMetadata:
+    return CheckpointMetadata(9, "job", CheckpointKind.CHECKPOINT, 0, None, entries, location=LOCATION)
 
 
 def two_chains() -> JobGraph:

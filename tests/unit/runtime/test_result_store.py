@@ -7,14 +7,15 @@ from pathlib import Path
 import pytest
 from fsspec.implementations.local import LocalFileOpener
 
-from sluice.coordinator.result_store import job_result, read_result, write_result
+from sluice._states import JobState
+from sluice.coordinator.result_store import JobResult, read_result, write_result
 
 
 def test_a_result_write_cut_short_leaves_the_previous_result_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_dir = f"file://{tmp_path / 'job'}"
-    write_result(job_dir, job_result("job", "FAILED", None, None, None, "the first end"))
+    write_result(job_dir, JobResult("job", JobState.FAILED, 1, error="the first end"))
     real_write = LocalFileOpener.write
 
     def half_then_fail(self: LocalFileOpener, data: bytes) -> int:
@@ -23,18 +24,22 @@ def test_a_result_write_cut_short_leaves_the_previous_result_whole(
 
     monkeypatch.setattr(LocalFileOpener, "write", half_then_fail)
     with pytest.raises(OSError, match="no space"):
-        write_result(job_dir, job_result("job", "FINISHED", None, None, None, None))
+        write_result(job_dir, JobResult("job", JobState.FINISHED, 2))
     monkeypatch.undo()
 
     stored = read_result(job_dir)
-    assert stored is not None and stored["state"] == "FAILED"
+    assert stored is not None and stored.state == JobState.FAILED
     assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["job-result.json"]
 
 
 def test_a_written_result_is_read_back(tmp_path: Path) -> None:
     job_dir = f"file://{tmp_path / 'job'}"
     assert read_result(job_dir) is None
-    write_result(job_dir, job_result("job", "CANCELED", "file:///sp/savepoint-x", None, None, "canceled"))
+    write_result(
+        job_dir,
+        JobResult("job", JobState.CANCELED, 3, last_savepoint="file:///sp/savepoint-x", error="canceled"),
+    )
     stored = read_result(job_dir)
-    assert stored is not None and stored["state"] == "CANCELED"
-    assert stored["lastSavepoint"] == "file:///sp/savepoint-x"
+    assert stored == JobResult(
+        "job", JobState.CANCELED, 3, last_savepoint="file:///sp/savepoint-x", error="canceled"
+    )

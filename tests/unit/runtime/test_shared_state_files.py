@@ -8,7 +8,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.restore import restored_share
 from sluice.checkpoint.snapshot import RestoredState
 from sluice.checkpoint.storage import CheckpointStorage, damage, read_metadata
@@ -37,35 +39,39 @@ class Keyed:
                 self.backend.current_key = key
                 self.count.update(value)
 
-    def ack(self, cid: int, location: str, savepoint: bool = False) -> dict[str, Any]:
+    def ack(self, cid: int, location: str, savepoint: bool = False) -> Acknowledgement:
         write = self.log.plan(self.backend.begin_snapshot(), cid, savepoint)
         result = write.write(location, f"count-{self.index}")
         write.written(result)
         write.release()
         groups = key_group_range(self.index, 128, 2)
-        return {
-            "type": "ack",
-            "checkpoint": cid,
-            "vertex": 0,
-            "subtask": self.index,
-            "syncMs": 0.5 + self.index,
-            "asyncMs": "not a number",  # what a TaskManager says is checked, not trusted
-            "operators": [
-                {
-                    "uid": "count",
-                    "finished": False,
-                    "union": False,
-                    "pendingCommits": False,
-                    "operatorState": False,
-                    "keyGroups": [groups.start, groups.stop - 1],
-                    "path": None,
-                    "size": 0,
-                    "keyedFiles": [f.as_json() for f in result.chain],
-                    "bytesWritten": result.written,
-                    "stateSize": result.state_size,
-                }
-            ],
-        }
+        # As it comes off the wire, through the coordinator's parser.
+        return Acknowledgement.from_json(
+            {
+                "type": "ack",
+                "checkpoint": cid,
+                "vertex": 0,
+                "subtask": self.index,
+                "endOfData": False,
+                "syncMs": 0.5 + self.index,
+                "asyncMs": "not a number",  # what a TaskManager says is checked, not trusted
+                "operators": [
+                    {
+                        "uid": "count",
+                        "finished": False,
+                        "union": False,
+                        "pendingCommits": False,
+                        "operatorState": False,
+                        "keyGroups": [groups.start, groups.stop - 1],
+                        "path": None,
+                        "size": 0,
+                        "keyedFiles": [f.as_json() for f in result.chain],
+                        "bytesWritten": result.written,
+                        "stateSize": result.state_size,
+                    }
+                ],
+            }
+        )
 
 
 def shared_files(tmp_path: Path) -> set[str]:
@@ -76,13 +82,13 @@ def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_p
     sent: list[dict[str, Any]] = []
     subtasks = [Keyed(0), Keyed(1)]
 
-    async def checkpoint(coord: CheckpointCoordinator, complete: bool = True) -> dict[str, Any]:
+    async def checkpoint(coord: CheckpointCoordinator, complete: bool = True) -> CheckpointMetadata | None:
         pending = coord.trigger()
         acks = [s.ack(pending.checkpoint_id, pending.location) for s in subtasks]
         if not complete:
             coord.fail(pending, "declined by a test")
             await coord.settle()
-            return {}
+            return None
         for message in acks:
             coord.on_ack(message)
         await coord.settle()
@@ -104,12 +110,13 @@ def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_p
         for s in subtasks:
             s.put(range(10), 2)
         second = await checkpoint(coord)
-        handles = second["operators"][0]["subtasks"]
-        assert [len(h["keyedFiles"]) for h in handles] == [2, 2]
+        assert second is not None
+        handles = second.operators[0].subtasks
+        assert [len(h.keyed_files) for h in handles] == [2, 2]
         assert full_files < shared_files(tmp_path), "checkpoint 1's files are still referenced by 2"
         record = coord.history[-1].as_json()
         assert record["bytesWritten"] < coord.history[0].as_json()["bytesWritten"] / 10
-        assert record["stateSize"] == sum(f["size"] for h in handles for f in h["keyedFiles"])
+        assert record["stateSize"] == sum(f.size for h in handles for f in h.keyed_files)
         assert record["syncMs"] == 1.5 and record["asyncMs"] == 0.0
         assert record["durationMs"] >= 0
         # Restoring checkpoint 2 at parallelism 3 reads full snapshot + delta.
@@ -126,21 +133,21 @@ def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_p
         for s in subtasks:
             s.put(range(10), 3)
         await checkpoint(coord, complete=False)
-        assert first["checkpointId"] == 1
+        assert first is not None and first.checkpoint_id == 1
         for s in subtasks:
             s.put(range(2000), 4)  # every key changes: the deltas outgrow the full snapshot
         third = None
         for _ in range(3):
             third = await checkpoint(coord)
         assert third is not None
-        referenced = {f["name"] for h in third["operators"][0]["subtasks"] for f in h["keyedFiles"]}
+        referenced = {f.name for h in third.operators[0].subtasks for f in h.keyed_files}
         assert shared_files(tmp_path) == referenced
         assert not full_files & referenced, (
             "the first full snapshots went with the last checkpoint using them"
         )
-        assert damage(coord.storage.checkpoint_location(third["checkpointId"])) is None
+        assert damage(coord.storage.checkpoint_location(third.checkpoint_id)) is None
         (tmp_path / "chk" / "job" / "shared" / sorted(referenced)[0]).unlink()
-        problem = damage(coord.storage.checkpoint_location(third["checkpointId"]))
+        problem = damage(coord.storage.checkpoint_location(third.checkpoint_id))
         assert problem is not None and "is missing" in problem
 
     asyncio.run(scenario())
@@ -166,7 +173,7 @@ def test_a_pending_checkpoints_shared_files_are_not_collected(tmp_path: Path) ->
         subtasks[0].put(range(5), 2)
         early = subtasks[0].ack(2, second.location)
         coord.on_ack(early)
-        written = {f["name"] for f in early["operators"][0]["keyedFiles"]}
+        written = {f.name for f in early.operators[0].keyed_files}
         assert written <= shared_files(tmp_path)
         coord._retain({1}, set(coord.pending))
         assert written <= shared_files(tmp_path)

@@ -4,16 +4,18 @@ samples (Flink's busy / backpressured / idle definitions), and the heartbeat's s
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
 
+from sluice.coordinator.control import TO_COORDINATOR
 from sluice.coordinator.metrics import MetricsHistory, vertex_figures
 from sluice.engine._task_metrics import WaitClock
 from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel
 from sluice.engine.context import Metrics
 from sluice.engine.events import MAX_WATERMARK, Watermark
-from sluice.transport.messages import TO_COORDINATOR, MessageError, decode_message, encode_message
+from sluice.transport.messages import MessageError, MetricsReport, decode_message, encode_message
 
 S = 1_000_000_000
 
@@ -146,8 +148,8 @@ def test_the_heartbeat_sample_of_a_subtask() -> None:
 
 
 def test_heartbeat_metrics_are_checked_like_every_control_message() -> None:
-    good = {"type": "metrics", "tm": 0, "metrics": {"0:1": Metrics().as_dict()}}
-    assert decode_message(encode_message(good), TO_COORDINATOR)["metrics"]["0:1"]["recordsIn"] == 0
+    good = MetricsReport(0, {"0:1": dict(Metrics().as_dict())})
+    assert decode_message(encode_message(good), TO_COORDINATOR) == good
     for bad in (
         {"zero": {}},
         {"0:x": {}},
@@ -156,6 +158,6 @@ def test_heartbeat_metrics_are_checked_like_every_control_message() -> None:
         {"0:1": {"recordsIn": True}},
     ):
         with pytest.raises(MessageError):
-            decode_message(encode_message({"type": "metrics", "tm": 0, "metrics": bad}), TO_COORDINATOR)
+            decode_message(json.dumps({"type": "metrics", "tm": 0, "metrics": bad}).encode(), TO_COORDINATOR)
     with pytest.raises(MessageError, match="not a number"):
         decode_message(b'{"type":"metrics","tm":0,"metrics":{"0:1":{"idleNs":NaN}}}', TO_COORDINATOR)

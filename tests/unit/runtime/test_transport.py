@@ -16,12 +16,24 @@ from typing import Any
 
 import pytest
 
+from sluice._states import StopMode, SubtaskState
+from sluice.coordinator.control import TO_COORDINATOR
 from sluice.transport.framing import FrameTooLarge, frame, read_payload
 from sluice.transport.handshake import CONTROL, DATA, AuthenticationFailed
 from sluice.transport.messages import (
-    TO_COORDINATOR,
     TO_TASKMANAGER,
+    Abort,
+    Complete,
+    Decline,
+    Deploy,
+    Heartbeat,
+    JobEnd,
     MessageError,
+    Register,
+    Shutdown,
+    Stop,
+    TaskReport,
+    Trigger,
     decode_blob,
     decode_message,
     encode_blob,
@@ -214,9 +226,60 @@ def test_control_messages_round_trip_and_bytes_travel_as_base64() -> None:
         "attemptToken": "t",
         "waitForFinalCheckpoint": True,
     }
-    decoded = decode_message(encode_message(message), TO_TASKMANAGER)
-    assert decoded == message
-    assert decode_blob(decoded["graph"]) == graph
+    decoded = decode_message(json.dumps(message).encode(), TO_TASKMANAGER)
+    assert isinstance(decoded, Deploy) and decoded.tasks == ((0, 1),) and decoded.placement == {(0, 1): 0}
+    assert decoded.taskmanagers == {0: ("127.0.0.1", 1)}
+    assert json.loads(encode_message(decoded)) == message
+    assert decode_blob(decoded.graph) == graph
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Trigger(3, 17, "file:///chk/job/chk-3", False, ((0, 0), (0, 1))),
+        Complete(3),
+        Abort(4),
+        Stop(StopMode.TERMINATE),
+        Stop(StopMode.SUSPEND),
+        Shutdown(),
+        Shutdown(JobEnd(3, (1, 2))),
+    ],
+)
+def test_every_message_to_a_taskmanager_reads_as_sent(message: Any) -> None:
+    assert decode_message(encode_message(message), TO_TASKMANAGER) == message
+
+
+@pytest.mark.parametrize(
+    ("message", "wire"),
+    [
+        (Register(0, "h", 7, 9), {"type": "register", "tm": 0, "host": "h", "dataPort": 7, "pid": 9}),
+        (Heartbeat(0, 9, 7), {"type": "heartbeat", "tm": 0, "pid": 9, "dataPort": 7}),
+        (
+            TaskReport(1, 2, SubtaskState.RUNNING),
+            {"type": "task", "vertex": 1, "subtask": 2, "state": "RUNNING"},
+        ),
+        (
+            TaskReport(1, 2, SubtaskState.END_OF_DATA, drain=False),
+            {"type": "task", "vertex": 1, "subtask": 2, "state": "END_OF_DATA", "drain": False},
+        ),
+        (
+            Decline(3, 1, 2, "disk full", "state-write"),
+            {
+                "type": "decline",
+                "checkpoint": 3,
+                "vertex": 1,
+                "subtask": 2,
+                "reason": "disk full",
+                "cause": "state-write",
+            },
+        ),
+        (Stop(StopMode.TERMINATE), {"type": "stop", "drain": True}),
+    ],
+)
+def test_messages_keep_their_wire_form(message: Any, wire: dict[str, Any]) -> None:
+    assert json.loads(encode_message(message)) == wire
+    kinds = TO_TASKMANAGER if isinstance(message, Stop) else TO_COORDINATOR
+    assert decode_message(encode_message(message), kinds) == message
 
 
 @pytest.mark.parametrize(
@@ -227,9 +290,22 @@ def test_control_messages_round_trip_and_bytes_travel_as_base64() -> None:
         (b'{"type": "exec"}', "unknown control message type 'exec'"),
         (b'{"tm": 1}', "unknown control message type None"),
         (b'{"type": "register", "tm": 0, "host": "h", "pid": 1}', "lacks the field 'dataPort'"),
-        (b'{"type": "register", "tm": "0", "host": "h", "dataPort": 1, "pid": 1}', "'tm' of control message"),
-        (b'{"type": "register", "tm": true, "host": "h", "dataPort": 1, "pid": 1}', "is bool, not int"),
+        (
+            b'{"type": "register", "tm": "0", "host": "h", "dataPort": 1, "pid": 1}',
+            "'register': 'tm' must be an integer, not a string",
+        ),
+        (
+            b'{"type": "register", "tm": true, "host": "h", "dataPort": 1, "pid": 1}',
+            "'tm' must be an integer, not a boolean",
+        ),
         (b'{"type": "deploy"}', "unknown control message type 'deploy'"),
+        (b'{"type": "task", "vertex": 0, "subtask": 0, "state": "DONE"}', "'state' must be one of 'CREATED'"),
+        (
+            b'{"type": "ack", "checkpoint": 2, "vertex": 0, "subtask": 0, "endOfData": false, "operators": '
+            b'[{"uid": "a", "finished": false, "path": "../chk-1/a-0.state", "size": 1, "union": false, '
+            b'"operatorState": true, "pendingCommits": false}]}',
+            "acknowledgement of checkpoint 2 operators.0.: 'path' must be a plain file name",
+        ),
     ],
 )
 def test_malformed_control_messages_are_refused_with_the_reason(payload: bytes, problem: str) -> None:

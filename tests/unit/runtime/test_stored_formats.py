@@ -1,0 +1,175 @@
+"""`_metadata`, job results and acknowledgements come from storage or the network: a malformed one is
+refused with the field that is wrong, and a good one reads back as it was written."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice._json import FormatError
+from sluice._states import CheckpointKind, JobState, StopMode
+from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
+from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, PendingCommit, SubtaskHandle
+from sluice.checkpoint.storage import damage, read_metadata, write_metadata
+from sluice.coordinator.result_store import JobResult, read_result, result_uri
+from sluice.state.snapshots import KeyedFile
+
+HANDLE = {"index": 0, "path": "a-0.state", "size": 3, "keyGroups": [0, 63], "operatorState": True}
+ENTRY = {
+    "uid": "a",
+    "parallelism": 2,
+    "maxParallelism": 128,
+    "fullyFinished": False,
+    "finishedSubtasks": [1],
+    "subtasks": [HANDLE],
+}
+METADATA = {
+    "version": 2,
+    "checkpointId": 4,
+    "jobId": "job",
+    "kind": "savepoint",
+    "timestamp": 17,
+    "stopMode": "no-drain",
+    "operators": [ENTRY],
+}
+
+
+def with_field(path: tuple[Any, ...], value: Any) -> str:
+    """METADATA with the field at `path` (keys and list positions) set to `value`, or removed."""
+    doc = json.loads(json.dumps(METADATA))
+    target = doc
+    for step in path[:-1]:
+        target = target[step]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return json.dumps(doc)
+
+
+def test_metadata_reads_as_written() -> None:
+    metadata = CheckpointMetadata.from_json(json.dumps(METADATA), "file:///sp/savepoint-job-4")
+    assert metadata.kind is CheckpointKind.SAVEPOINT and metadata.stop_mode is StopMode.SUSPEND
+    assert metadata.location == "file:///sp/savepoint-job-4"
+    assert metadata.operators[0].subtasks[0] == SubtaskHandle(0, "a-0.state", 3, (0, 63), True, False)
+    # Fields a version 1 file may lack take the meaning they had then.
+    assert metadata.to_json()["operators"][0]["subtasks"][0] == {**HANDLE, "union": False}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        (("checkpointId",), KeyError, "lacks the field 'checkpointId'"),
+        (("checkpointId",), "4", "'checkpointId' must be an integer, not a string"),
+        (("version",), 3, "format version 3; this Sluice reads versions 1, 2"),
+        (("kind",), "backup", "'kind' must be one of 'checkpoint', 'savepoint'"),
+        (("stopMode",), "terminate", "stopMode must be null, 'drain' or 'no-drain'"),
+        (("operators",), {}, "'operators' must be an array, not an object"),
+        (("operators", 0), [], "operators[0] must be a JSON object, not an array"),
+        (("operators", 0, "fullyFinished"), 1, "'fullyFinished' must be true or false"),
+        (("operators", 0, "parallelism"), 0, "'parallelism' must be at least 1"),
+        (("operators", 0, "finishedSubtasks"), [-1], "non-negative integers"),
+        (("operators", 0, "subtasks", 0, "path"), "../../etc/passwd", "must be a plain file name"),
+        (("operators", 0, "subtasks", 0, "path"), "..", "must be a plain file name"),
+        (("operators", 0, "subtasks", 0, "size"), True, "'size' must be an integer, not a boolean"),
+        (("operators", 0, "subtasks", 0, "keyGroups"), [5, 2], "'keyGroups' must be null or [first, last]"),
+        (("operators", 0, "subtasks", 0, "keyedFiles"), [{"name": "/x", "size": 1}], "not a plain file"),
+    ],
+)
+def test_malformed_metadata_is_refused_naming_the_field(
+    path: tuple[Any, ...], value: Any, problem: str
+) -> None:
+    with pytest.raises(FormatError) as caught:
+        CheckpointMetadata.from_json(with_field(path, value), "file:///chk/job/chk-4")
+    assert problem in str(caught.value)
+    assert "file:///chk/job/chk-4/_metadata" in str(caught.value)
+
+
+@pytest.mark.parametrize("payload", [b"\x80\x04K\x01.", b"[]", b'{"version": 2', b"[" * 100_000])
+def test_metadata_that_is_no_json_object_is_refused(payload: bytes) -> None:
+    with pytest.raises(FormatError, match=r"not JSON|must be a JSON object"):
+        CheckpointMetadata.from_json(payload)
+
+
+def test_a_malformed_stored_metadata_is_damage_not_a_crash(tmp_path: Path) -> None:
+    location = f"file://{tmp_path / 'chk-4'}"
+    (tmp_path / "chk-4").mkdir()
+    (tmp_path / "chk-4" / "_metadata").write_text(with_field(("jobId",), None))
+    problem = damage(location)
+    assert problem is not None and "'jobId' must be a string, not null" in problem
+    with pytest.raises(FormatError):
+        read_metadata(location)
+
+
+def test_written_metadata_reads_back_equal(tmp_path: Path) -> None:
+    chain = (KeyedFile("b-0-3-ab.kv", 9, True, True),)
+    metadata = CheckpointMetadata(
+        4,
+        "job",
+        CheckpointKind.SAVEPOINT,
+        17,
+        StopMode.TERMINATE,
+        (
+            OperatorEntry(
+                "a", 2, 128, False, (1,), (SubtaskHandle(0, None, 0, (0, 63), False, False, chain),)
+            ),
+            OperatorEntry("sink", 2, 128, True, pending_commits=(PendingCommit(0, "sink-0.state", 5),)),
+        ),
+    )
+    location = f"file://{tmp_path / 'sp'}"
+    write_metadata(location, metadata)
+    assert json.loads((tmp_path / "sp" / "_metadata").read_text())["stopMode"] == "drain"
+    assert read_metadata(location) == replace(metadata, location=location)
+
+
+def test_a_malformed_job_result_names_the_file_and_field(tmp_path: Path) -> None:
+    job_dir = f"file://{tmp_path}"
+    good = JobResult("job", JobState.FINISHED, 5, stop_savepoint="file:///sp/savepoint-job-9")
+    (tmp_path / "job-result.json").write_text(json.dumps(good.to_json()))
+    assert read_result(job_dir) == good
+    (tmp_path / "job-result.json").write_text(json.dumps({**good.to_json(), "state": "DONE"}))
+    with pytest.raises(FormatError) as caught:
+        read_result(job_dir)
+    assert result_uri(job_dir) in str(caught.value) and "'state' must be one of 'CREATED'" in str(
+        caught.value
+    )
+
+
+def ack_message(**operator: Any) -> dict[str, Any]:
+    op = AckedOperator("a", finished=False, path="a-0.state", size=3).to_json() | operator
+    return {"type": "ack", "checkpoint": 4, "vertex": 0, "subtask": 1, "endOfData": False, "operators": [op]}
+
+
+def test_an_acknowledgement_reads_as_sent() -> None:
+    sent = Acknowledgement(4, 0, 1, (AckedOperator("a", False, "a-0.state", 3, (0, 9)),), True, 1.5, 2.0)
+    assert Acknowledgement.from_json(json.loads(json.dumps(sent.to_json()))) == sent
+
+
+@pytest.mark.parametrize(
+    ("operator", "problem"),
+    [
+        ({"uid": 7}, "'uid' must be a string"),
+        ({"path": "../chk-3/a-0.state"}, "must be a plain file name"),
+        ({"finished": None}, "'finished' must be true or false"),
+        ({"keyedFiles": "all"}, "'keyedFiles' must be an array"),
+    ],
+)
+def test_a_malformed_acknowledgement_is_refused(operator: dict[str, Any], problem: str) -> None:
+    with pytest.raises(FormatError, match="acknowledgement of checkpoint 4") as caught:
+        Acknowledgement.from_json(ack_message(**operator))
+    assert problem in str(caught.value)
+
+
+def test_cost_figures_that_are_not_numbers_count_as_nothing() -> None:
+    message = ack_message(bytesWritten="many", stateSize=-4) | {"syncMs": float("nan"), "asyncMs": None}
+    ack = Acknowledgement.from_json(message)
+    assert (ack.sync_ms, ack.async_ms, ack.operators[0].bytes_written, ack.operators[0].state_size) == (
+        0,
+        0,
+        0,
+        0,
+    )
