@@ -135,12 +135,15 @@ class CheckpointRecord:
             out.update(self.figures())
         return out
 
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.completion_ms is None else self.completion_ms - self.trigger_ms
+
     def figures(self) -> dict[str, Any]:
         """Duration, synchronous part, bytes written and full state size of a completed checkpoint."""
         stats = self.stats or SnapshotStats()
-        duration = None if self.completion_ms is None else self.completion_ms - self.trigger_ms
         return {
-            "durationMs": duration,
+            "durationMs": self.duration_ms,
             "syncMs": stats.sync_ms,
             "asyncMs": stats.async_ms,
             "bytesWritten": stats.bytes_written,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -44,7 +45,7 @@ class RestApi:
     def __init__(self, job: JobMaster, auth: RestAuth, targets: SavepointTargets) -> None:
         self.job = job
         self.targets = targets
-        self.savepoints: dict[str, dict[str, Any]] = {}
+        self.savepoints: dict[str, SavepointEntry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.history = MetricsHistory()
         self._prometheus = PrometheusExporter(job, self.history)
@@ -120,44 +121,35 @@ class RestApi:
             return _error(400, "no targetDirectory given and the job has no default savepoint directory")
         if self.job.state != JobState.RUNNING:
             return _error(409, f"the job is {self.job.state}; savepoints need a RUNNING job")
-        running = [t for t, e in self.savepoints.items() if e["status"] == CheckpointStatus.IN_PROGRESS]
+        running = [t for t, e in self.savepoints.items() if e.status == CheckpointStatus.IN_PROGRESS]
         if running:
             return _error(409, f"savepoint {running[0]} is still in progress; one at a time")
         trigger_id = str(next(_trigger_ids))
-        entry: dict[str, Any] = {
-            "status": CheckpointStatus.IN_PROGRESS,
-            "path": None,
-            "checkpointId": None,
-            "error": None,
-            "stop": wanted.stop,
-        }
+        entry = SavepointEntry(wanted.stop)
         self.savepoints[trigger_id] = entry
         task = asyncio.create_task(self._run_savepoint(entry, wanted.stop, wanted.target))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return web.json_response({"triggerId": trigger_id}, status=202)
 
-    async def _run_savepoint(self, entry: dict[str, Any], stop: StopMode | None, target: str | None) -> None:
+    async def _run_savepoint(self, entry: SavepointEntry, stop: StopMode | None, target: str | None) -> None:
         try:
             if stop is None:
                 path = await self.job.trigger_savepoint(target)
             else:
                 path = await self.job.stop_with_savepoint(stop, target)
         except Exception as err:
-            entry.update(status=CheckpointStatus.FAILED, error=f"{type(err).__name__}: {err}", fetched=False)
+            entry.status, entry.error = CheckpointStatus.FAILED, f"{type(err).__name__}: {err}"
+            entry.fetched = False
             return
-        entry.update(
-            status=CheckpointStatus.COMPLETED,
-            path=path,
-            checkpointId=int(path.rsplit("-", 1)[-1]),
-            fetched=False,
-        )
+        entry.status, entry.path = CheckpointStatus.COMPLETED, path
+        entry.checkpoint_id = int(path.rsplit("-", 1)[-1])
+        entry.fetched = False
 
     def unfetched_results(self) -> bool:
         """Whether a finished savepoint's result has not been read yet (see `linger`)."""
         return any(
-            e["status"] != CheckpointStatus.IN_PROGRESS and not e.get("fetched", True)
-            for e in self.savepoints.values()
+            e.status != CheckpointStatus.IN_PROGRESS and not e.fetched for e in self.savepoints.values()
         )
 
     async def linger(self, limit_s: float) -> None:
@@ -170,14 +162,36 @@ class RestApi:
         entry = self.savepoints.get(request.match_info["trigger_id"])
         if entry is None:
             return _error(404, f"no savepoint trigger {request.match_info['trigger_id']!r}")
-        if entry["status"] != CheckpointStatus.IN_PROGRESS:
-            entry["fetched"] = True
-        return web.json_response({k: v for k, v in entry.items() if k != "fetched"})
+        if entry.status != CheckpointStatus.IN_PROGRESS:
+            entry.fetched = True
+        return web.json_response(entry.to_json())
 
     async def cancel(self, request: web.Request) -> web.Response:
         cancel_request(await json_object(request))
         self.job.cancel()
         return web.json_response({"ok": True}, status=202)
+
+
+@dataclass
+class SavepointEntry:
+    """A savepoint requested over REST, as GET /v1/savepoints/{triggerId} shows it."""
+
+    stop: StopMode | None
+    status: CheckpointStatus = CheckpointStatus.IN_PROGRESS
+    path: str | None = None
+    checkpoint_id: int | None = None
+    error: str | None = None
+    fetched: bool = True
+    """False from its end until a GET has shown that end (see `RestApi.linger`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "path": self.path,
+            "checkpointId": self.checkpoint_id,
+            "error": self.error,
+            "stop": self.stop,
+        }
 
 
 def _error(status: int, message: str) -> web.Response:

@@ -25,15 +25,6 @@ def sum_metrics(samples: Iterable[Mapping[str, object]]) -> dict[str, int]:
     return total
 
 
-def checkpoint_summary(entry: dict[str, Any]) -> dict[str, Any]:
-    """A checkpoint of GET /v1/checkpoints' history with its duration, for views that show a few."""
-    trigger, completion = entry.get("triggerTime"), entry.get("completionTime")
-    duration = entry.get("durationMs")
-    if duration is None and isinstance(trigger, int) and isinstance(completion, int):
-        duration = completion - trigger
-    return {**entry, "durationMs": duration}
-
-
 def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str, Any]:
     """The job document; rates and gauges come from `history` (None while there is none)."""
     if history is None:
@@ -86,9 +77,7 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
         )
     checkpoints = job.checkpoints
     failures = [r for r in checkpoints.history if r.status == CheckpointStatus.FAILED] if checkpoints else []
-    recent = (
-        [r.as_json() for r in reversed(checkpoints.history[-_RECENT_CHECKPOINTS:])] if checkpoints else []
-    )
+    recent = list(reversed(checkpoints.history[-_RECENT_CHECKPOINTS:])) if checkpoints else []
     end = job.end_ms if job.end_ms is not None else now_ms
     return {
         "jobId": job.config.job_id,
@@ -112,7 +101,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
             "lastFailure": (
                 {"id": failures[-1].checkpoint_id, "error": failures[-1].error} if failures else None
             ),
-            "recent": [checkpoint_summary(entry) for entry in recent],
+            # With its duration, failed ones too (their as_json has figures only once completed).
+            "recent": [{**r.as_json(), "durationMs": r.duration_ms} for r in recent],
             # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
             # stopped), asyncMs, bytesWritten, stateSize (all state it references).
             "lastCompleted": checkpoints.latest.as_json() if checkpoints and checkpoints.latest else None,
