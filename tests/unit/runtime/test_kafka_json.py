@@ -59,3 +59,16 @@ def test_a_batch_keeps_tombstones() -> None:
 def test_int_keys_are_written_as_json_writes_them() -> None:
     for key in (0, -5, 10**20, True, 2.5, (1, "a")):
         assert encode_key(key) == json.dumps(key, separators=(",", ":"), sort_keys=True).encode()
+
+
+def test_a_batch_reads_each_record_as_one_record_would_be_read() -> None:
+    plain = [b'{"v": 1}', b'{"v": 2}']
+    assert _json.decode_all(plain) == [{"v": 1}, {"v": 2}]
+    # One record of the batch with a long integer or a NaN: every record is still read exactly.
+    long_int = [b'{"v": 1}', str(10**30).encode()]
+    assert _json.decode_all(long_int) == [{"v": 1}, 10**30]
+    with_nan = [b"[NaN]", b"2"]
+    values = _json.decode_all(with_nan)
+    assert math.isnan(values[0][0]) and values[1] == 2
+    # Digits split over two records do not make a long integer of either.
+    assert _json.decode_all([b"1234567890", b"123456789"]) == [1234567890, 123456789]

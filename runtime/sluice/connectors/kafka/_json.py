@@ -12,7 +12,6 @@ json.dumps only where json.dumps leaves JSON: NaN and Infinity become null inste
 from __future__ import annotations
 
 import json
-import re
 import types
 from typing import Any
 
@@ -24,12 +23,18 @@ except ImportError:  # without the kafka extra: the standard library alone
 
 
 #: orjson reads an integer beyond 64 bits as an inexact float; json reads it exactly. A run of 19
-#: digits is where such integers start (u64 has 20): those documents are read by json.
-_LONG_DIGITS = re.compile(rb"\d{19}").search
+#: digits is where such integers start (u64 has 20): those documents are read by json. The run is
+#: found by mapping every digit to "0" and searching for 19 of them, which costs a tenth of a regex.
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _has_long_digits(value: bytes) -> bool:
+    return _LONG_RUN in value.translate(_DIGITS_AS_ZERO)
 
 
 def loads(value: bytes) -> Any:
-    if _orjson is not None and _LONG_DIGITS(value) is None:
+    if _orjson is not None and not _has_long_digits(value):
         try:
             return _orjson.loads(value)
         except _orjson.JSONDecodeError:
@@ -49,4 +54,12 @@ def dumps(value: Any) -> bytes:
 
 def decode_all(values: list[bytes | None]) -> list[Any]:
     """JSON values of a batch of records; a record without a value (a tombstone) stays None."""
-    return [None if v is None else loads(v) for v in values]
+    present = [v for v in values if v is not None]
+    if _orjson is None or len(present) < len(values) or _has_long_digits(b" ".join(present)):
+        return [None if v is None else loads(v) for v in values]
+    # The common case, checked for long integers once per batch rather than once per record.
+    fast, slow = _orjson.loads, _orjson.JSONDecodeError
+    try:
+        return [fast(v) for v in present]
+    except slow:
+        return [loads(v) for v in present]
