@@ -10,13 +10,21 @@ holds when the job starts), so its end sends the final watermark and every windo
 records are JSON {"key", "window_start_ms", "count", "sum_v"}, keyed by `key`.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 import sluice
 from sluice.connectors import KafkaSink, KafkaSource
 from sluice.windows import TumblingEventTimeWindows
 
 WINDOW_MS = 1000
+
+
+def _delivery(arg: str) -> Literal["exactly-once", "at-least-once"]:
+    if arg == "exactly-once":
+        return "exactly-once"
+    if arg == "at-least-once":
+        return "at-least-once"
+    raise ValueError(f"--arg delivery={arg}: expected exactly-once or at-least-once")
 
 
 def build(env: sluice.StreamEnvironment) -> None:
@@ -27,7 +35,7 @@ def build(env: sluice.StreamEnvironment) -> None:
         env.args["output"],
         value_format="json",
         key=lambda w: w["key"],
-        delivery=env.args.get("delivery", "exactly-once"),
+        delivery=_delivery(env.args.get("delivery", "exactly-once")),
     )
     (
         env.from_source(

@@ -164,7 +164,8 @@ class _PeakRss(threading.Thread):
 
     def __init__(self, rest_url: str) -> None:
         super().__init__(daemon=True)
-        self.rest_url, self.peaks, self._done = rest_url, {}, threading.Event()
+        self.rest_url, self._done = rest_url, threading.Event()
+        self.peaks: dict[int, int] = {}
         self.pss: dict[int, int] = {}
 
     def run(self) -> None:

@@ -18,7 +18,7 @@ class CountPerKey(sluice.KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: sluice.KeyedContext) -> None:
         count = self.count
-        count.update(count.value() + 1)
+        count.update((count.value() or 0) + 1)  # never None: the default is 0
 
 
 def build(env: sluice.StreamEnvironment) -> None:

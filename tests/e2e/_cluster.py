@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import signal
+import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
@@ -54,7 +55,9 @@ class E2ECluster:
 
     # --- kubectl ---------------------------------------------------------------------------------------
 
-    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> Any:
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return self.kube.kubectl(*args, namespace=self.namespace, check=check, input=input)
 
     def apply(self, manifest: Path | str) -> str:

@@ -146,7 +146,7 @@ def test_an_attackers_pod_gets_nothing_and_the_job_runs_on_exactly_once(e2e: E2E
     marker_dir = MARKERS / e2e.namespace
     marker_dir.mkdir(parents=True, exist_ok=True)  # present, so a loaded pickle could create the marker
     marker = marker_dir / "touched"
-    plan = {
+    plan: dict[str, Any] = {
         "sockets": [
             {"host": ip, "port": port} for ip, ports in sorted(targets.items()) for port in sorted(ports)
         ],

@@ -53,6 +53,10 @@ def _assert_savepoint_of(e2e: E2ECluster, path: str, run: str, stop_mode: str | 
     assert path.startswith(f"{e2e.storage.root}/savepoints/{e2e.namespace}/{JOB}/"), path
 
 
+def _absent(e2e: E2ECluster, path: str) -> Callable[[], bool]:
+    return lambda: not e2e.storage.exists(path)
+
+
 def _events(e2e: E2ECluster, reason: str) -> list[str]:
     return [str(e["message"]) for e in e2e.items("events") if e.get("reason") == reason]
 
@@ -138,7 +142,7 @@ def test_periodic_savepoints_are_taken_on_the_interval_and_only_max_count_are_ke
     assert watch.deleted <= set(list(watch.completed)[:-max_count]), (watch.deleted, list(watch.completed))
     for name in watch.deleted:
         path = watch.completed[name]
-        e2e.wait(f"the files of deleted {name} gone", lambda p=path: not e2e.storage.exists(p), timeout=30)
+        e2e.wait(f"the files of deleted {name} gone", _absent(e2e, path), timeout=30)
     reasons = _events(e2e, "SavepointDeleted")
     assert any(f"more than {max_count} savepoints" in r for r in reasons), reasons
 
@@ -188,7 +192,7 @@ def test_max_age_removes_old_savepoints_but_keeps_the_last_completed_one(e2e: E2
     assert any(f"older than {max_age_s}s" in r for r in reasons), reasons
     for name in watch.deleted:
         path = watch.completed[name]
-        e2e.wait(f"the files of deleted {name} gone", lambda p=path: not e2e.storage.exists(p), timeout=30)
+        e2e.wait(f"the files of deleted {name} gone", _absent(e2e, path), timeout=30)
 
     # No more periodic savepoints (a policy change, not a spec change the job restarts for): every
     # savepoint ages past max age, and all but the last completed one go.

@@ -138,9 +138,9 @@ def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECl
     job = e2e.wait_restarted(JOB, 2, {tm["pid"] for tm in job["taskManagers"]})
     hosts = {e2e.taskmanager_pod_of(JOB, tm["host"]) for tm in job["taskManagers"]}
     assert hosts - pods_before == {f"{JOB}-taskmanager-3"}, f"{hosts} after {pods_before}"
-    for pod in e2e.taskmanager_pods(JOB):
+    for tm_pod in e2e.taskmanager_pods(JOB):
         # The executor's host name follows the pod's name (Spark sets both to the same value).
-        assert pod["spec"]["hostname"] == pod["metadata"]["name"], pod["spec"]
+        assert tm_pod["spec"]["hostname"] == tm_pod["metadata"]["name"], tm_pod["spec"]
     e2e.wait_checkpoints_after(JOB, checkpoint)
 
     finished = _finish_and_check_output(e2e)

@@ -102,7 +102,7 @@ def _checkpoints_of(e2e: E2ECluster, run: str) -> list[int]:
     return sorted(int(path.rsplit("/", 2)[-2].removeprefix("chk-")) for path in found)
 
 
-def _finish_and_check_output(e2e: E2ECluster) -> dict[str, int]:
+def _finish_and_check_output(e2e: E2ECluster) -> dict[int, int]:
     """TERMINATE the job (drain), then compare its whole output, every run included, with the reference."""
     before = _committed_records(e2e)
     e2e.set_state(JOB, "finished")

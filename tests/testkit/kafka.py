@@ -230,14 +230,14 @@ class KafkaBroker:
                 raise AssertionError(f"{topic}: last stable offsets {stable} stay behind {high}")
             time.sleep(0.1)
 
-    def consumer(self, read_committed: bool = True, **extra: str) -> Consumer:
+    def consumer(self, read_committed: bool = True, group: str | None = None) -> Consumer:
+        """A consumer that commits nothing itself, in consumer group `group` (a fresh one if None)."""
         return Consumer(
             {
                 "bootstrap.servers": self.bootstrap_servers,
-                "group.id": f"testkit-{uuid.uuid4().hex[:8]}",
+                "group.id": group or f"testkit-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-                **extra,
             }
         )
 
@@ -258,8 +258,10 @@ class KafkaBroker:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{topic}: read up to {positions}, expected {ends}")
                 for message in consumer.consume(500, 0.2):
-                    if message.error() is None:
-                        records.append((message.partition(), message.offset(), message.value()))
+                    partition, offset = message.partition(), message.offset()
+                    # A message without an error always has both; the stubs cannot say so.
+                    if message.error() is None and partition is not None and offset is not None:
+                        records.append((partition, offset, message.value()))
         finally:
             consumer.close()
         return records

@@ -133,10 +133,9 @@ class SparkJob(RestJob):
             raise AssertionError(f"job did not end within {timeout}s; log:\n{self.stderr}") from None
         if not self._finished:
             self._finished = True
-            result = self.handle.job.result or {}
-            self._log.lines.append(
-                f"sluice: job {self.handle.job_id} {result.get('state')}: {result.get('error')}\n"
-            )
+            result = self.handle.job.result
+            outcome = "without a result" if result is None else f"{result.state}: {result.error}"
+            self._log.lines.append(f"sluice: job {self.handle.job_id} {outcome}\n")
             self._detach()
         return code
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.kafka
 def test_the_kafka_example_writes_every_total_once(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     source = kafka_broker.create_topic(unique_topic("orders"), 3)
     sink = kafka_broker.create_topic(unique_topic("totals"), 2)
-    orders = [{"order": n, "items": [{"price": n % 17, "qty": q} for q in range(n % 4)]} for n in range(900)]
+    orders: list[dict[str, Any]] = [
+        {"order": n, "items": [{"price": n % 17, "qty": q} for q in range(n % 4)]} for n in range(900)
+    ]
     kafka_broker.produce(source, [json.dumps(o) for o in orders])
     done = run_job(
         REPO / "examples" / "kafka_exactly_once.py",

@@ -151,7 +151,7 @@ def test_the_group_offsets_follow_checkpoints_and_a_new_job_can_start_from_them(
         *_options(kafka_broker, topic, first, "--checkpoint-interval", "200ms", "--parallelism", "2",
                   "--arg", "bounded=0", "--arg", f"group={group}"),
     )  # fmt: skip
-    consumer = kafka_broker.consumer(**{"group.id": group})
+    consumer = kafka_broker.consumer(group=group)
     try:
         job.wait_until(lambda: read_output(str(first / "out")) == expected, 60, "the records")
         # Lag as a monitoring tool sees it: the group's offsets reach the end, a checkpoint behind.

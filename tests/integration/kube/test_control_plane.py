@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ def test_crds_from_a_directory_are_established_and_validate(
     try:
         assert kube_env.apply_crds(tmp_path) == ["widgets.testenv.sluice.dev"]
 
-        widget = {
+        widget: dict[str, Any] = {
             "apiVersion": "testenv.sluice.dev/v1",
             "kind": "Widget",
             "metadata": {"name": "w1"},

@@ -46,7 +46,8 @@ def _create(kube_env: KubeEnv, namespace: str, *objects: Pod) -> None:
 def _wait_pod(
     kube_env: KubeEnv, namespace: str, name: str, condition: Callable[[Pod], bool], timeout: float = 60
 ) -> Pod:
-    return kube_env.wait_for(f"pod {name}", condition, namespace=namespace, timeout=timeout)
+    pod: Pod = kube_env.wait_for(f"pod {name}", condition, namespace=namespace, timeout=timeout)
+    return pod
 
 
 def _phase(*phases: str) -> Callable[[Pod], bool]:
@@ -54,7 +55,8 @@ def _phase(*phases: str) -> Callable[[Pod], bool]:
 
 
 def _main_status(pod: Pod) -> dict[str, Any]:
-    return pod["status"]["containerStatuses"][0]
+    status: dict[str, Any] = pod["status"]["containerStatuses"][0]
+    return status
 
 
 def test_the_node_is_registered_and_ready(kube_env: KubeEnv, kubelet: ProcessKubelet) -> None:

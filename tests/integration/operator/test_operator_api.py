@@ -36,8 +36,8 @@ def test_crds_are_established_with_printer_columns(kube_env: KubeEnv, kube_names
     job = kube_env.kubectl_json("get", "streamjob", "columns", namespace=kube_namespace)
     assert job["spec"]["upgradeMode"] == "savepoint"  # schema defaults are applied by the API server
     assert job["spec"]["state"] == "running"
-    header = kube_env.kubectl("get", "savepoints", namespace=kube_namespace).stderr
-    assert "No resources found" in header
+    stderr = kube_env.kubectl("get", "savepoints", namespace=kube_namespace).stderr
+    assert "No resources found" in stderr
 
     # -o wide: records per second and how long ago the last checkpoint completed (no operator here:
     # the status is written as the operator would).

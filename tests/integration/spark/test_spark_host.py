@@ -20,7 +20,7 @@ import pytest
 from sluice.hosts.spark import SparkHost
 from sluice.transport.framing import frame, read_payload
 from sluice.transport.handshake import CONTROL
-from sluice.transport.messages import TO_COORDINATOR, decode_message, encode_message
+from sluice.transport.messages import TASKMANAGER_REPORTS, Register, Shutdown, decode_message, encode_message
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch
 from sluice.transport.wire import Wire
 from testkit import spark
@@ -32,7 +32,7 @@ spark_context = spark.spark_context
 
 class StandInCoordinator:
     def __init__(self) -> None:
-        self.registrations: list[dict[str, Any]] = []
+        self.registrations: list[Register] = []
         self.writers: list[asyncio.StreamWriter] = []
         self._server: asyncio.Server | None = None
         self.wire = Wire(JobSecret.generate())
@@ -47,10 +47,10 @@ class StandInCoordinator:
         self.writers.append(writer)
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
             payload = await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)
-            first = decode_message(payload, TO_COORDINATOR)
+            first = decode_message(payload, TASKMANAGER_REPORTS)
             # Each TaskManager opens two connections: the control one starts with its registration,
             # the other carries only heartbeats (from a thread of its own).
-            if first["type"] == "register":
+            if isinstance(first, Register):
                 self.registrations.append(first)
             while True:
                 await read_payload(reader, DEFAULT_MAX_FRAME_BYTES)  # metrics and heartbeats
@@ -60,11 +60,11 @@ class StandInCoordinator:
         while len(self.registrations) < count:
             assert time.monotonic() < deadline, f"{len(self.registrations)} of {count} registered"
             await asyncio.sleep(0.05)
-        return [r["pid"] for r in self.registrations]
+        return [r.pid for r in self.registrations]
 
     async def shut_down_taskmanagers(self) -> None:
         for writer in self.writers:
-            writer.write(frame(encode_message({"type": "shutdown"}), DEFAULT_MAX_FRAME_BYTES))
+            writer.write(frame(encode_message(Shutdown()), DEFAULT_MAX_FRAME_BYTES))
             await writer.drain()
 
     async def close(self) -> None:
@@ -90,7 +90,7 @@ def _group_stages(context: Any, group: str) -> list[Any]:
 
 
 def test_taskmanagers_register_from_spark_python_workers_on_loopback(spark_context: Any) -> None:
-    async def scenario() -> list[dict[str, Any]]:
+    async def scenario() -> list[Register]:
         coordinator = StandInCoordinator()
         host = SparkHost(spark_context)
         await host.start(2, await coordinator.start(), attempt=0)
@@ -101,9 +101,9 @@ def test_taskmanagers_register_from_spark_python_workers_on_loopback(spark_conte
         return coordinator.registrations
 
     registrations = asyncio.run(scenario())
-    assert sorted(r["tm"] for r in registrations) == [0, 1], "partition ids are the TaskManager indexes"
-    assert {r["host"] for r in registrations} == {"127.0.0.1"}
-    assert all(r["pid"] != os.getpid() for r in registrations), "TaskManagers run outside the driver"
+    assert sorted(r.tm for r in registrations) == [0, 1], "partition ids are the TaskManager indexes"
+    assert {r.host for r in registrations} == {"127.0.0.1"}
+    assert all(r.pid != os.getpid() for r in registrations), "TaskManagers run outside the driver"
 
 
 def test_unreachable_coordinator_fails_the_stage_and_wait_lost_says_why(spark_context: Any) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from sluice_operator.models.enums import JobState
 from sluice_operator.services.decide import decide
 from sluice_operator.services.observed import Observed
 from sluice_operator.services.plan import (
@@ -355,7 +356,7 @@ def test_a_users_stop_savepoint_sets_the_desired_state() -> None:
     plan = decide(
         ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp])
     )
-    assert _only(plan, SetDesiredState) == SetDesiredState("finished", "stop-now")
+    assert _only(plan, SetDesiredState) == SetDesiredState(JobState.FINISHED, "stop-now")
     assert _only(plan, TriggerSavepoint).stop == "terminate"
 
 

@@ -27,19 +27,26 @@ EXECUTOR_ENV = {
 }
 
 
-def _run(*args: str, dry: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The entrypoint in dry-run mode: it prints the command it would exec."""
+    return _invoke(args, {**env, "SLUICE_ENTRYPOINT_DRY_RUN": "1"})
+
+
+def _run_for_real(*args: str) -> subprocess.CompletedProcess[str]:
+    return _invoke(args, {})
+
+
+def _invoke(args: tuple[str, ...], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     prefixes = ("SPARK_", "SLUICE_", "PYSPARK_", "KUBERNETES_SERVICE_")
     base = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     base.update({"SLUICE_PYTHON": sys.executable, **env})
-    if dry:
-        base["SLUICE_ENTRYPOINT_DRY_RUN"] = "1"
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=base, timeout=60, check=False
     )
 
 
 def test_operator_mode_runs_the_operator() -> None:
-    result = _run("operator", "--help", dry=False)
+    result = _run_for_real("operator", "--help")
     assert result.returncode == 0, result.stderr
     assert "usage: sluice-operator" in result.stdout
 
@@ -113,12 +120,12 @@ def test_executor_mode_outside_spark_explains_itself() -> None:
 
 
 def test_other_commands_pass_through() -> None:
-    result = _run("sh", "-c", "echo $((6 * 7))", dry=False)
+    result = _run_for_real("sh", "-c", "echo $((6 * 7))")
     assert (result.returncode, result.stdout) == (0, "42\n")
 
 
 def test_help() -> None:
-    result = _run("--help", dry=False)
+    result = _run_for_real("--help")
     assert result.returncode == 0
     assert "operator" in result.stdout and "executor" in result.stdout
 

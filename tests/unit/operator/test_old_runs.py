@@ -46,8 +46,7 @@ def test_nothing_goes_before_that_or_while_the_run_is_not_running() -> None:
 
 
 def test_the_run_restored_from_and_runs_holding_savepoints_stay() -> None:
-    restored = {"job": {"id": OLD_ID, "state": "RUNNING", "restoredFrom": f"{CHK}/{B}/chk-7"}}
-    assert _expired(**restored) == [A]
+    assert _expired(job={"id": OLD_ID, "state": "RUNNING", "restoredFrom": f"{CHK}/{B}/chk-7"}) == [A]
     inside = savepoint("mine", owned=False, state="Completed", path=f"{CHK}/{A}/savepoint-x")
     assert _expired(savepoints=[inside]) == [B]
     assert _expired(lastSavepoint={"path": f"{CHK}/{B}/sp-1"}) == [A]

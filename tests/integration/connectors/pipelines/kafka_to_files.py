@@ -38,6 +38,6 @@ def build(env: sluice.StreamEnvironment) -> None:
         discovery_interval_ms=int(env.args.get("discovery_ms", "10000")),
         splits=int(env.args["splits"]) if "splits" in env.args else None,
         group_id=env.args.get("group"),
-        starting_offsets=env.args.get("starting", "earliest"),  # type: ignore[arg-type]
+        starting_offsets=env.args.get("starting", "earliest"),
     )
     env.from_source(source, uid="kafka").map(_row, uid="row").sink_to(FileSink(env.args["out"]), uid="files")
