@@ -104,24 +104,8 @@ def strike(run: ChaosRun, fault: Fault, deadline: float) -> bool:
     if not _wait_moment(run, fault, deadline):
         run.log(f"not struck (the job ended first): {fault.describe()}")
         return False
-    from _chaos_run import send
-
     if fault.kind in (TM_KILL, TM_STOP):
-        pid = _victim(run, fault)
-        if pid is None:
-            run.log(f"not struck (no TaskManager listed): {fault.describe()}")
-            return False
-        if fault.kind == TM_KILL:
-            run.log(f"SIGKILL TaskManager pid {pid}")
-            return send(pid, signal.SIGKILL)
-        run.log(f"SIGSTOP TaskManager pid {pid} for {fault.hold_s:.1f}s")
-        if not send(pid, signal.SIGSTOP):
-            return False
-        time.sleep(fault.hold_s)
-        # Let it run again: it must find its attempt gone and exit, never write for it.
-        send(pid, signal.SIGCONT)
-        run.log(f"SIGCONT TaskManager pid {pid}")
-        return True
+        return _signal_taskmanager(run, fault)
     if fault.kind == COORDINATOR_KILL:
         run.log(f"SIGKILL coordinator pid {run.job.process.pid}")
         run.kill_coordinator()
@@ -144,6 +128,26 @@ def strike(run: ChaosRun, fault: Fault, deadline: float) -> bool:
     if fault.kind == STOP_RESUME:
         return _stop_and_resume(run, fault)
     raise ValueError(f"unknown fault {fault.kind}")
+
+
+def _signal_taskmanager(run: ChaosRun, fault: Fault) -> bool:
+    from _chaos_run import send
+
+    pid = _victim(run, fault)
+    if pid is None:
+        run.log(f"not struck (no TaskManager listed): {fault.describe()}")
+        return False
+    if fault.kind == TM_KILL:
+        run.log(f"SIGKILL TaskManager pid {pid}")
+        return send(pid, signal.SIGKILL)
+    run.log(f"SIGSTOP TaskManager pid {pid} for {fault.hold_s:.1f}s")
+    if not send(pid, signal.SIGSTOP):
+        return False
+    time.sleep(fault.hold_s)
+    # Let it run again: it must find its attempt gone and exit, never write for it.
+    send(pid, signal.SIGCONT)
+    run.log(f"SIGCONT TaskManager pid {pid}")
+    return True
 
 
 def _savepoint(run: ChaosRun, fault: Fault, deadline: float) -> bool:

@@ -25,7 +25,7 @@ from ._crash import crashed
 from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
 from .conditions import job_conditions
 from .context import JobContext
-from .observed import Observed
+from .observed import JobResult, Observed
 from .old_runs import remember_run
 from .plan import DeletePods, DeleteSavepoint, Event, Plan, StartRun
 from .savepoint_housekeeping import periodic_and_cleanup
@@ -167,19 +167,30 @@ def _ended(ctx: JobContext, obs: Observed, plan: Plan) -> tuple[LifecycleState, 
     if checkpoint is not None:
         plan.status.last_checkpoint = checkpoint
     changed = deployed_hash(ctx, obs) != m.spec_hash(ctx.spec)
-    desired = ctx.spec.state
-    finished = result.state == RunState.FINISHED
     if obs.pod is not None:
         # The coordinator's pods go away first; the next reconcile starts a new run if one is wanted.
         plan.actions.append(DeletePods((obs.pod.name,), f"job {result.job_id} ended {result.state}"))
         plan.soon(1.0)
-        if desired is not JobState.RUNNING:
-            return _AT_REST[desired], None
-        if changed:
-            return LifecycleState.UPGRADING, None
-        if result.stop_savepoint:
-            return LifecycleState.DEPLOYING, None
-        return (LifecycleState.FINISHED if finished else LifecycleState.FAILED), None
+        return _ended_pods_remain(ctx.spec.state, result, changed=changed), None
+    return _ended_pods_gone(ctx, obs, plan, result, changed=changed)
+
+
+def _ended_pods_remain(desired: JobState, result: JobResult, *, changed: bool) -> LifecycleState:
+    if desired is not JobState.RUNNING:
+        return _AT_REST[desired]
+    if changed:
+        return LifecycleState.UPGRADING
+    if result.stop_savepoint:
+        return LifecycleState.DEPLOYING
+    return LifecycleState.FINISHED if result.state == RunState.FINISHED else LifecycleState.FAILED
+
+
+def _ended_pods_gone(
+    ctx: JobContext, obs: Observed, plan: Plan, result: JobResult, *, changed: bool
+) -> tuple[LifecycleState, str | None]:
+    """The run ended and its pods are gone: start the next run if the spec wants one."""
+    desired = ctx.spec.state
+    finished = result.state == RunState.FINISHED
     if finished and result.stop_savepoint:
         if desired is JobState.RUNNING:
             _start(

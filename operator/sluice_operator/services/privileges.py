@@ -60,20 +60,25 @@ def _pod(prefix: str, template: dict[str, Any]) -> Iterator[tuple[str, str]]:
     yield from _security_context(f"{at}.securityContext", spec.get("securityContext"))
     for key in _CONTAINER_LISTS:
         for index, container in enumerate(_dicts(spec.get(key))):
-            context = container.get("securityContext")
             path = f"{at}.{key}[{index}].securityContext"
+            context = container.get("securityContext")
             yield from _security_context(path, context)
-            if not isinstance(context, dict):
-                continue
-            if context.get("privileged") is True:
-                yield f"{path}.privileged", "gives the container every privilege of the node"
-            if context.get("allowPrivilegeEscalation") is True:
-                yield f"{path}.allowPrivilegeEscalation", "lets processes gain privileges (setuid)"
-            capabilities = context.get("capabilities")
-            added = capabilities.get("add") if isinstance(capabilities, dict) else None
-            if added:
-                names = ", ".join(map(str, added)) if isinstance(added, list) else str(added)
-                yield f"{path}.capabilities.add", f"adds capabilities {names}"
+            yield from _container_security_context(path, context)
+
+
+def _container_security_context(path: str, context: Any) -> Iterator[tuple[str, str]]:
+    """What only a container's security context has: privileges and capabilities."""
+    if not isinstance(context, dict):
+        return
+    if context.get("privileged") is True:
+        yield f"{path}.privileged", "gives the container every privilege of the node"
+    if context.get("allowPrivilegeEscalation") is True:
+        yield f"{path}.allowPrivilegeEscalation", "lets processes gain privileges (setuid)"
+    capabilities = context.get("capabilities")
+    added = capabilities.get("add") if isinstance(capabilities, dict) else None
+    if added:
+        names = ", ".join(map(str, added)) if isinstance(added, list) else str(added)
+        yield f"{path}.capabilities.add", f"adds capabilities {names}"
 
 
 def _security_context(path: str, context: Any) -> Iterator[tuple[str, str]]:

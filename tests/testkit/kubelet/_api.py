@@ -36,43 +36,50 @@ def _read_kubeconfig(path: Path) -> tuple[str, ssl.SSLContext, dict[str, str]]:
     as files or inline data. Exec and auth-provider plugins are not supported."""
     config = yaml.safe_load(path.read_text())
     base = path.parent
-
-    def named(kind: str, name: str) -> dict[str, Any]:
-        for item in config.get(kind) or []:
-            if item["name"] == name:
-                return dict(item[kind[:-1]])
-        raise ValueError(f"kubeconfig {path}: no {kind[:-1]} named {name!r}")
-
-    current = named("contexts", config["current-context"])
-    cluster, user = named("clusters", current["cluster"]), named("users", current["user"])
+    current = _named(path, config, "contexts", config["current-context"])
+    cluster = _named(path, config, "clusters", current["cluster"])
+    user = _named(path, config, "users", current["user"])
     if "exec" in user or "auth-provider" in user:
         raise ValueError(f"kubeconfig {path}: credential plugins are not supported by the process kubelet")
+    headers = {"Accept": "application/json"}
+    token = user.get("token") or (user.get("tokenFile") and (base / user["tokenFile"]).read_text().strip())
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return str(cluster["server"]), _tls_context(base, cluster, user), headers
 
-    def pem(data_key: str, file_key: str, entry: dict[str, Any]) -> bytes | None:
-        if data_key in entry:
-            return base64.b64decode(entry[data_key])
-        if file_key in entry:
-            return Path(base, entry[file_key]).read_bytes()
-        return None
 
-    ca = pem("certificate-authority-data", "certificate-authority", cluster)
+def _named(path: Path, config: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
+    """The entry called `name` of a kubeconfig list (`contexts`, `clusters`, `users`)."""
+    for item in config.get(kind) or []:
+        if item["name"] == name:
+            return dict(item[kind[:-1]])
+    raise ValueError(f"kubeconfig {path}: no {kind[:-1]} named {name!r}")
+
+
+def _pem(base: Path, entry: dict[str, Any], data_key: str, file_key: str) -> bytes | None:
+    """Inline base64 data or, relative to the kubeconfig's directory, a file."""
+    if data_key in entry:
+        return base64.b64decode(entry[data_key])
+    if file_key in entry:
+        return Path(base, entry[file_key]).read_bytes()
+    return None
+
+
+def _tls_context(base: Path, cluster: dict[str, Any], user: dict[str, Any]) -> ssl.SSLContext:
+    ca = _pem(base, cluster, "certificate-authority-data", "certificate-authority")
     context = ssl.create_default_context(cadata=ca.decode() if ca else None)
     if cluster.get("insecure-skip-tls-verify"):
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    cert = pem("client-certificate-data", "client-certificate", user)
-    key = pem("client-key-data", "client-key", user)
+    cert = _pem(base, user, "client-certificate-data", "client-certificate")
+    key = _pem(base, user, "client-key-data", "client-key")
     if cert and key:
         # load_cert_chain reads files only; the copies live just long enough to be read.
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "tls.crt").write_bytes(cert)
             (Path(tmp) / "tls.key").write_bytes(key)
             context.load_cert_chain(Path(tmp) / "tls.crt", Path(tmp) / "tls.key")
-    headers = {"Accept": "application/json"}
-    token = user.get("token") or (user.get("tokenFile") and (base / user["tokenFile"]).read_text().strip())
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return str(cluster["server"]), context, headers
+    return context
 
 
 class KubeApi:

@@ -143,19 +143,7 @@ async def container_env(
     """The container's variables on top of `base` (image and service variables), in Kubernetes order."""
     env = dict(base)
     for entry in container.get("envFrom") or []:
-        prefix = entry.get("prefix", "")
-        for kind, field in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
-            ref = entry.get(field)
-            if ref is None:
-                continue
-            obj = await (source.configmap(ref["name"]) if kind == "ConfigMap" else source.secret(ref["name"]))
-            if obj is None:
-                if ref.get("optional"):
-                    continue
-                raise ConfigError(f'{kind.lower()} "{ref["name"]}" not found')
-            for key in obj.get("data") or {}:
-                text = obj["data"][key] if kind == "ConfigMap" else _decode_secret(obj, key)
-                env[prefix + key] = text or ""
+        env.update(await _env_from(entry, source))
     for entry in container.get("env") or []:
         name = entry["name"]
         if "valueFrom" not in entry:
@@ -176,3 +164,22 @@ async def container_env(
         if value is not None:
             env[name] = value
     return env
+
+
+async def _env_from(entry: JsonDict, source: ObjectSource) -> dict[str, str]:
+    """One `envFrom` entry: every key of its ConfigMap or Secret, with the entry's prefix."""
+    prefix = entry.get("prefix", "")
+    found: dict[str, str] = {}
+    for kind, field in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+        ref = entry.get(field)
+        if ref is None:
+            continue
+        obj = await (source.configmap(ref["name"]) if kind == "ConfigMap" else source.secret(ref["name"]))
+        if obj is None:
+            if ref.get("optional"):
+                continue
+            raise ConfigError(f'{kind.lower()} "{ref["name"]}" not found')
+        for key in obj.get("data") or {}:
+            text = obj["data"][key] if kind == "ConfigMap" else _decode_secret(obj, key)
+            found[prefix + key] = text or ""
+    return found

@@ -115,24 +115,28 @@ async def _fill(ctx: _Context, name: str, volume: JsonDict, directory: Path) -> 
         await _downward(ctx, directory, source, source.get("defaultMode", _DEFAULT_MODE))
         return directory
     if "projected" in volume:
-        mode = volume["projected"].get("defaultMode", _DEFAULT_MODE)
-        for source in volume["projected"].get("sources") or []:
-            if "configMap" in source or "secret" in source:
-                is_secret = "secret" in source
-                await _project_keys(
-                    ctx, directory, source["secret" if is_secret else "configMap"], is_secret, mode
-                )
-            elif "downwardAPI" in source:
-                await _downward(ctx, directory, source["downwardAPI"], mode)
-            elif "serviceAccountToken" in source:
-                spec = source["serviceAccountToken"]
-                token = await ctx.tokens.token(spec.get("audience"), int(spec.get("expirationSeconds", 3600)))
-                _write(directory, spec["path"], token.encode(), mode)
-            else:
-                raise ConfigError(f"volume {name}: projected source {sorted(source)} is not emulated")
+        await _projected(ctx, name, volume["projected"], directory)
         return directory
     kinds = sorted(key for key in volume if key != "name")
     raise ConfigError(f"volume {name}: volume type {kinds} is not emulated by the process kubelet")
+
+
+async def _projected(ctx: _Context, name: str, projected: JsonDict, directory: Path) -> None:
+    mode = projected.get("defaultMode", _DEFAULT_MODE)
+    for source in projected.get("sources") or []:
+        if "configMap" in source or "secret" in source:
+            is_secret = "secret" in source
+            await _project_keys(
+                ctx, directory, source["secret" if is_secret else "configMap"], is_secret, mode
+            )
+        elif "downwardAPI" in source:
+            await _downward(ctx, directory, source["downwardAPI"], mode)
+        elif "serviceAccountToken" in source:
+            spec = source["serviceAccountToken"]
+            token = await ctx.tokens.token(spec.get("audience"), int(spec.get("expirationSeconds", 3600)))
+            _write(directory, spec["path"], token.encode(), mode)
+        else:
+            raise ConfigError(f"volume {name}: projected source {sorted(source)} is not emulated")
 
 
 async def prepare_volumes(
