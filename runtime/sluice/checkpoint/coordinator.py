@@ -59,7 +59,6 @@ class CheckpointCoordinator:
         config: CheckpointConfig,
         send: Callable[[ToTaskManager, list[SubtaskId] | None], None],
         finished: Callable[[], FinishedSubtasks],
-        next_id: int = 1,
         on_intolerable: Callable[[str], None] | None = None,
     ) -> None:
         self.graph = graph
@@ -67,7 +66,8 @@ class CheckpointCoordinator:
         self.config = config
         self.send = send
         self.finished = finished
-        self.next_id = next_id
+        self._next_id = 1
+        """The id of the next checkpoint or savepoint: ids go up over the whole job, restarts included."""
         self.pending: dict[int, PendingCheckpoint] = {}
         self.history: list[CheckpointRecord] = []
         self.latest: CheckpointRecord | None = None
@@ -90,8 +90,8 @@ class CheckpointCoordinator:
         stop_mode: StopMode | None = None,
     ) -> PendingCheckpoint:
         plan = plan_checkpoint(self.graph, self.finished())
-        cid = self.next_id
-        self.next_id += 1
+        cid = self._next_id
+        self._next_id += 1
         now_ms = time.time_ns() // 1_000_000
         if kind == CheckpointKind.SAVEPOINT:
             assert target_dir is not None
@@ -144,6 +144,11 @@ class CheckpointCoordinator:
                 waiting = ", ".join(self._name(t) for t in pending.waiting.sample(5))
                 reason = f"timed out after {self.config.timeout_s:g}s waiting for {waiting}"
                 self.fail(pending, reason, counted=True)
+
+    def continue_after(self, restored_id: int) -> None:
+        """An attempt restores checkpoint or savepoint `restored_id`: the ids of later ones are higher,
+        so a new checkpoint never takes the directory of one that may be restored."""
+        self._next_id = max(self._next_id, restored_id + 1)
 
     def accept_triggers(self) -> None:
         """The tasks of a new attempt are deployed: checkpoints may be triggered again."""
@@ -330,7 +335,7 @@ class CheckpointCoordinator:
             if cid not in keep and cid not in busy and cid < max(keep, default=0):
                 discard(self.storage.checkpoint_location(cid))
         # Incremental keyed state: files no checkpoint left refers to go too (not those of pending ones).
-        collect_shared(self.storage, min([*busy, self.next_id]))
+        collect_shared(self.storage, min([*busy, self._next_id]))
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -131,7 +131,7 @@ class _JobCollector(Collector):
 
     def _checkpoints(self, job_id: str, view: dict[str, Any]) -> Iterator[Any]:
         cc = self.job.checkpoints
-        counts = cc.counts if cc is not None else {"completed": 0, "failed": 0}
+        counts = cc.counts
         total = CounterMetricFamily(
             "sluice_checkpoints", "Checkpoints and savepoints by outcome.", labels=["job_id", "status"]
         )
@@ -142,7 +142,7 @@ class _JobCollector(Collector):
             "sluice_checkpoints_in_progress",
             "Checkpoints triggered and not yet completed.",
             job_id,
-            len(cc.pending) if cc else 0,
+            len(cc.pending),
         )
         latest = next((c for c in view["checkpoints"]["recent"] if c["status"] == "COMPLETED"), None)
         if latest is None:

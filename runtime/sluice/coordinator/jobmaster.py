@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -27,6 +28,7 @@ import cloudpickle
 from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode, SubtaskState
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
+from sluice.checkpoint.decider import Decision, Progress, StopPhase, TriggerDecider
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
@@ -85,6 +87,12 @@ class _AttemptEnded(Exception):
         self.outcome, self.reason = outcome, reason
 
 
+def _final_completed(decider: TriggerDecider, done: asyncio.Future[CheckpointMetadata]) -> None:
+    # The decider of the attempt that triggered it: a later attempt takes its own final checkpoint.
+    if not done.cancelled() and done.exception() is None:
+        decider.final_completed()
+
+
 class JobMaster(SavepointOperations):
     def __init__(self, graph: JobGraph, config: JobConfig, host: TaskManagerHost) -> None:
         self.graph = graph
@@ -104,7 +112,6 @@ class JobMaster(SavepointOperations):
         self.last_savepoint: str | None = None
         self.stop_savepoint: str | None = None
         """The savepoint the job stopped with, if it ended that way (`last_savepoint` may be older)."""
-        self.checkpoints: CheckpointCoordinator | None = None
         self.stop_request: StopRequest | None = None
         self._default_savepoint_dir = config.savepoint_dir
         self.ended = asyncio.Event()
@@ -121,9 +128,17 @@ class JobMaster(SavepointOperations):
             heartbeat_timeout_s=config.heartbeat_timeout_s,
         )
         self._graph_blob = encode_blob(cloudpickle.dumps(graph))
-        self._final_done = False
-        self._next_checkpoint_id = 1
         self._finished: dict[int, set[int]] = {}
+        # One coordinator for the whole job: its history, counts and checkpoint ids span restarts.
+        self.checkpoints = CheckpointCoordinator(
+            graph,
+            self.storage,
+            config.checkpoints,
+            self._send,
+            self.finished_subtasks,
+            on_intolerable=lambda reason: self._events.put_nowait(("failed", reason)),
+        )
+        self._decider = TriggerDecider(config.checkpoints, time.monotonic())
 
     # -- observed state -------------------------------------------------------------------------------
 
@@ -184,7 +199,7 @@ class JobMaster(SavepointOperations):
                     break
         finally:
             self.end_ms = time.time_ns() // 1_000_000
-            latest = self.checkpoints.latest.path if self.checkpoints and self.checkpoints.latest else None
+            latest = self.checkpoints.latest.path if self.checkpoints.latest else None
             error = None if self.state == JobState.FINISHED else self.error
             if self.state == JobState.SUSPENDED:
                 error = self._end_request[1] if self._end_request else error
@@ -246,9 +261,8 @@ class JobMaster(SavepointOperations):
                     "failed", f"reading {restore} failed: {type(err).__name__}: {err}"
                 ) from err
             validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
-            self._next_checkpoint_id = max(self._next_checkpoint_id, metadata.checkpoint_id + 1)
+            self.checkpoints.continue_after(metadata.checkpoint_id)
         self.state = JobState.CREATED if self.attempt == 0 else JobState.RESTARTING
-        self._final_done = False
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
         self.subtasks = {
@@ -256,18 +270,6 @@ class JobMaster(SavepointOperations):
         }
         self._finished = {}
         self.placement = placement(self.graph, self.config.taskmanagers)
-        if self.checkpoints is None:
-            # One coordinator for the whole job: its history and counts span restarts, as users expect.
-            self.checkpoints = CheckpointCoordinator(
-                self.graph,
-                self.storage,
-                self.config.checkpoints,
-                self._send,
-                self.finished_subtasks,
-                self._next_checkpoint_id,
-                on_intolerable=lambda reason: self._events.put_nowait(("failed", reason)),
-            )
-        self.checkpoints.next_id = max(self.checkpoints.next_id, self._next_checkpoint_id)
         self.checkpoints.failures.reset()
         self._control.expect(self.config.taskmanagers, self.attempt)
         await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
@@ -276,6 +278,7 @@ class JobMaster(SavepointOperations):
             await self._await_registration(lost)
             self._deploy(metadata)
             self.checkpoints.accept_triggers()
+            self._decider = TriggerDecider(self.config.checkpoints, time.monotonic())
             self.state = JobState.RUNNING
             await self._drive(lost)
         finally:
@@ -323,9 +326,6 @@ class JobMaster(SavepointOperations):
             )
 
     async def _drive(self, lost: asyncio.Future[str]) -> None:
-        assert self.checkpoints is not None
-        interval = self.config.checkpoints.interval_s
-        next_periodic = time.monotonic() + (interval or 0)
         while True:
             event: asyncio.Future[Any] = asyncio.ensure_future(self._events.get())
             waiting: set[asyncio.Future[Any]] = {event, lost}
@@ -340,55 +340,47 @@ class JobMaster(SavepointOperations):
                 raise _AttemptEnded(kind, reason)
             event.cancel()
             self.checkpoints.check_timeouts()
-            self._maybe_stop_savepoint()
-            if self._should_take_final_checkpoint():
+            decision = self._decider.decide(time.monotonic(), self._progress())
+            if decision is Decision.STOP_SAVEPOINT:
+                self._take_stop_savepoint()
+            elif decision is not Decision.NOTHING:
                 self._trigger(CheckpointKind.CHECKPOINT)
-            elif interval and time.monotonic() >= next_periodic and self._periodic_allowed():
-                self._trigger(CheckpointKind.CHECKPOINT)
-                next_periodic = time.monotonic() + interval
 
-    def _periodic_allowed(self) -> bool:
-        assert self.checkpoints is not None
-        paused = time.monotonic() - self.checkpoints.last_completion < self.config.checkpoints.min_pause_s
-        return not self.checkpoints.pending and not paused and self.stop_request is None
-
-    def _should_take_final_checkpoint(self) -> bool:
-        # As soon as every task has reached end of data, checkpoint now instead of at the next interval.
-        assert self.checkpoints is not None
-        if self._final_done or self.stop_request is not None or self.checkpoints.pending:
-            return False
-        return self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED) and not self._all(
-            SubtaskState.FINISHED
+    def _progress(self) -> Progress:
+        request = self.stop_request
+        if request is None:
+            stop = StopPhase.NONE
+        else:
+            stop = StopPhase.SAVEPOINT_TRIGGERED if request.savepoint_triggered else StopPhase.REQUESTED
+        return Progress(
+            pending=bool(self.checkpoints.pending),
+            last_completion=self.checkpoints.last_completion,
+            all_reached_end=self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED),
+            all_finished=self._all(SubtaskState.FINISHED),
+            stop=stop,
         )
 
     def _trigger(
         self, kind: CheckpointKind, target_dir: str | None = None, stop_mode: StopMode | None = None
     ) -> asyncio.Future[CheckpointMetadata] | None:
-        assert self.checkpoints is not None
-        all_ended = self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
+        all_reached_end = self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
         try:
             pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
         except CheckpointDeclined:
             return None
-        self._next_checkpoint_id = self.checkpoints.next_id
         assert pending.done is not None
-        if all_ended and pending.commits:
-            pending.done.add_done_callback(self._final_completed)
+        if self._decider.is_final(pending.commits, all_reached_end):
+            pending.done.add_done_callback(functools.partial(_final_completed, self._decider))
         return pending.done
 
-    def _final_completed(self, done: asyncio.Future[CheckpointMetadata]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            self._final_done = True
-
     async def _end_attempt(self, graceful: bool, ends_for_good: bool = False) -> None:
-        if self.checkpoints is not None:
-            self.checkpoints.abort_all("the job attempt ended")
-            # A checkpoint whose metadata is being written completes (and is then the one to restore);
-            # failed ones are being deleted. The next attempt picks from storage once both are done.
-            try:
-                await asyncio.wait_for(self.checkpoints.settle(), self.config.checkpoints.timeout_s)
-            except TimeoutError:
-                log.warning("checkpoint storage did not settle within %gs", self.config.checkpoints.timeout_s)
+        self.checkpoints.abort_all("the job attempt ended")
+        # A checkpoint whose metadata is being written completes (and is then the one to restore);
+        # failed ones are being deleted. The next attempt picks from storage once both are done.
+        try:
+            await asyncio.wait_for(self.checkpoints.settle(), self.config.checkpoints.timeout_s)
+        except TimeoutError:
+            log.warning("checkpoint storage did not settle within %gs", self.config.checkpoints.timeout_s)
         await self._control.close_links(self._job_end_notice() if ends_for_good else None)
         # TaskManagers told of the job's end release their sinks' transactions before they exit.
         await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)
@@ -400,10 +392,10 @@ class JobMaster(SavepointOperations):
 
     def _job_end_notice(self) -> JobEnd:
         cc = self.checkpoints
-        latest = cc.latest.checkpoint_id if cc is not None and cc.latest is not None else 0
+        latest = cc.latest.checkpoint_id if cc.latest is not None else 0
         savepoints = [
             r.checkpoint_id
-            for r in (cc.history if cc is not None else [])
+            for r in cc.history
             if r.kind == CheckpointKind.SAVEPOINT and r.status == CheckpointStatus.COMPLETED
         ]
         return JobEnd(latest, tuple(savepoints))
@@ -423,9 +415,9 @@ class JobMaster(SavepointOperations):
     def _on_message(self, link: TaskManagerLink, message: Report) -> None:
         if isinstance(message, TaskReport):
             self._on_task_state(message)
-        elif isinstance(message, Acknowledgement) and self.checkpoints is not None:
+        elif isinstance(message, Acknowledgement):
             self.checkpoints.on_ack(message)
-        elif isinstance(message, Decline) and self.checkpoints is not None:
+        elif isinstance(message, Decline):
             self.checkpoints.on_decline(message)
         elif isinstance(message, MetricsReport):
             self.metrics.update(message.metrics)
@@ -440,7 +432,6 @@ class JobMaster(SavepointOperations):
             self._events.put_nowait(("failed", f"task {name} failed: {message.error}"))
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
-            assert self.checkpoints is not None
             self.checkpoints.on_task_finished(subtask)
             if self._all(SubtaskState.FINISHED):
                 self._events.put_nowait(("finished", None))

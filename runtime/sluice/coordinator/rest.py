@@ -102,18 +102,7 @@ class RestApi:
         return web.json_response(job_view(self.job, self.history))
 
     async def get_checkpoints(self, request: web.Request) -> web.Response:
-        cc = self.job.checkpoints
-        if cc is None:
-            return web.json_response(
-                {
-                    "counts": {"completed": 0, "failed": 0, "inProgress": 0},
-                    "latest": None,
-                    "latestSavepoint": None,
-                    "history": [],
-                    "inProgress": [],
-                }
-            )
-        return web.json_response(cc.as_json())
+        return web.json_response(self.job.checkpoints.as_json())
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
         wanted = SavepointRequest.from_json(await json_object(request), self.targets)

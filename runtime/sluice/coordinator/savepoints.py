@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sluice._states import CheckpointKind, JobState, StopMode, SubtaskState
+from sluice._states import CheckpointKind, JobState, StopMode
 from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import CheckpointStorage
@@ -34,7 +34,7 @@ class SavepointOperations:
 
     state: JobState
     storage: CheckpointStorage
-    checkpoints: CheckpointCoordinator | None
+    checkpoints: CheckpointCoordinator
     last_savepoint: str | None
     stop_savepoint: str | None
     stop_request: StopRequest | None
@@ -42,7 +42,6 @@ class SavepointOperations:
     _events: asyncio.Queue[tuple[str, str | None]]
     _default_savepoint_dir: str | None
     _trigger: Callable[..., asyncio.Future[CheckpointMetadata] | None]
-    _all: Callable[..., bool]
 
     async def trigger_savepoint(self, target_dir: str | None) -> str:
         """Takes a savepoint while the job keeps running; returns its path."""
@@ -52,7 +51,7 @@ class SavepointOperations:
             raise RuntimeError(f"the job is {self.state}, a savepoint needs it RUNNING")
         done = self._trigger(CheckpointKind.SAVEPOINT, target)
         if done is None:
-            why = (self.checkpoints.history[-1].error or "") if self.checkpoints else ""
+            why = self.checkpoints.history[-1].error or ""
             raise RuntimeError(f"the savepoint was declined: {why}")
         metadata = await done
         self.last_savepoint = metadata.location
@@ -87,17 +86,9 @@ class SavepointOperations:
         finally:
             self.stop_request = None
 
-    def _maybe_stop_savepoint(self) -> None:
+    def _take_stop_savepoint(self) -> None:
         request = self.stop_request
-        if (
-            request is None
-            or request.savepoint_triggered
-            or not self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
-        ):
-            return
-        assert self.checkpoints is not None
-        if self.checkpoints.pending:
-            return
+        assert request is not None
         request.savepoint_triggered = True
         done = self._trigger(CheckpointKind.SAVEPOINT, request.target_dir, request.mode)
 

@@ -76,8 +76,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
             }
         )
     checkpoints = job.checkpoints
-    failures = [r for r in checkpoints.history if r.status == CheckpointStatus.FAILED] if checkpoints else []
-    recent = list(reversed(checkpoints.history[-_RECENT_CHECKPOINTS:])) if checkpoints else []
+    failures = [r for r in checkpoints.history if r.status == CheckpointStatus.FAILED]
+    recent = list(reversed(checkpoints.history[-_RECENT_CHECKPOINTS:]))
     end = job.end_ms if job.end_ms is not None else now_ms
     return {
         "jobId": job.config.job_id,
@@ -96,8 +96,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
             "finished": states.count(SubtaskState.FINISHED),
         },
         "checkpoints": {
-            "completed": checkpoints.counts["completed"] if checkpoints else 0,
-            "failed": checkpoints.counts["failed"] if checkpoints else 0,
+            "completed": checkpoints.counts["completed"],
+            "failed": checkpoints.counts["failed"],
             "lastFailure": (
                 {"id": failures[-1].checkpoint_id, "error": failures[-1].error} if failures else None
             ),
@@ -105,7 +105,7 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
             "recent": [{**r.as_json(), "durationMs": r.duration_ms} for r in recent],
             # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
             # stopped), asyncMs, bytesWritten, stateSize (all state it references).
-            "lastCompleted": checkpoints.latest.as_json() if checkpoints and checkpoints.latest else None,
+            "lastCompleted": checkpoints.latest.as_json() if checkpoints.latest else None,
         },
         "vertices": vertices,
         "taskManagers": [

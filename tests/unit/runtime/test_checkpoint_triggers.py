@@ -63,3 +63,17 @@ def test_a_new_coordinator_accepts_triggers(tmp_path: Path) -> None:
         assert [type(m) for m in sent] == [Trigger]
 
     asyncio.run(scenario())
+
+
+def test_checkpoint_ids_continue_after_the_restored_one_and_never_go_back(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        coord = _coordinator(tmp_path, [])
+        assert coord.trigger().checkpoint_id == 1
+        coord.continue_after(41)  # an attempt restores checkpoint 41
+        assert coord.trigger().checkpoint_id == 42
+        coord.continue_after(7)  # an older one (a savepoint the job started from): no id is used twice
+        assert coord.trigger().checkpoint_id == 43
+        coord.abort_all("the test ended")
+        await coord.settle()
+
+    asyncio.run(scenario())
