@@ -26,8 +26,7 @@ def build(env: sluice.StreamEnvironment) -> None:
     n = int(env.args.get("n", "200000"))
     (
         env.from_source(SequenceSource(0, n, splits=2), uid="numbers")
-        # DataStream.map takes a MapFunction but its annotation says Callable only (fixed in runtime next).
-        .map(MarkEndOfInput(env.args["mark"]), uid="mark")  # type: ignore[arg-type]
+        .map(MarkEndOfInput(env.args["mark"]), uid="mark")
         .map(lambda i: ((i * 7919) % 1000, i // 10, i % 100), uid="parse")
         .assign_timestamps(lambda e: e[1], max_out_of_orderness_ms=0, uid="ts")
         .map(lambda e: (e[0], 1, e[2]), uid="ones")

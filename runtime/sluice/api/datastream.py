@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sluice.api.functions import AggregateFunction, Function, KeyedProcessFunction, ProcessFunction
+from sluice.api.functions import (
+    AggregateFunction,
+    FilterFunction,
+    FlatMapFunction,
+    Function,
+    KeyedProcessFunction,
+    MapFunction,
+    ProcessFunction,
+)
 from sluice.connectors.base import Sink, TwoPhaseCommitSink
 from sluice.engine.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
@@ -72,16 +80,18 @@ class DataStream:
         node = self._env._add(kind, name or uid or kind, uid, factory, list(self._inputs), stateful)
         return DataStream(self._env, [(node, None)])
 
-    def map(self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None) -> DataStream:
+    def map(
+        self, fn: Callable[[Any], Any] | MapFunction, uid: str | None = None, name: str | None = None
+    ) -> DataStream:
         return self._then("map", uid, name, lambda u: MapOperator(u, fn), isinstance(fn, Function))
 
     def filter(
-        self, fn: Callable[[Any], bool], uid: str | None = None, name: str | None = None
+        self, fn: Callable[[Any], bool] | FilterFunction, uid: str | None = None, name: str | None = None
     ) -> DataStream:
         return self._then("filter", uid, name, lambda u: FilterOperator(u, fn), isinstance(fn, Function))
 
     def flat_map(
-        self, fn: Callable[[Any], Any], uid: str | None = None, name: str | None = None
+        self, fn: Callable[[Any], Any] | FlatMapFunction, uid: str | None = None, name: str | None = None
     ) -> DataStream:
         return self._then("flat_map", uid, name, lambda u: FlatMapOperator(u, fn), isinstance(fn, Function))
 
