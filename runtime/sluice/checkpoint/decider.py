@@ -6,8 +6,8 @@ CheckpointCoordinator:
 
 - One checkpoint at a time: nothing is triggered while one is pending.
 - A stop-with-savepoint (FLIP-34) owns the triggers from its request to its end: its savepoint is
-  triggered once every task has reached end of data, and no checkpoint is triggered meanwhile (a
-  periodic one could hold the savepoint back, a final one would commit before the savepoint does).
+  triggered once every task has reached end of data, and no checkpoint is triggered meanwhile: a
+  periodic one would hold the savepoint back, and the savepoint is the final checkpoint (it commits).
 - Final checkpoint (FLIP-147): as soon as every task has reached end of data and some have not
   finished yet (they wait for it to close), checkpoint at once instead of at the next interval. Once a
   checkpoint that commits side effects, triggered after every task reached end of data, has completed,

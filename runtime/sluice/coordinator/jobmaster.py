@@ -28,14 +28,14 @@ import cloudpickle
 from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode, SubtaskState
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
-from sluice.checkpoint.decider import Decision, Progress, StopPhase, TriggerDecider
+from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
 from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result, write_result
-from sluice.coordinator.savepoints import SavepointOperations, StopRequest
+from sluice.coordinator.savepoints import Savepoints
 from sluice.coordinator.validation import validate_restore
 from sluice.coordinator.views import job_view, sum_metrics
 from sluice.engine.wiring import placement
@@ -93,7 +93,7 @@ def _final_completed(decider: TriggerDecider, done: asyncio.Future[CheckpointMet
         decider.final_completed()
 
 
-class JobMaster(SavepointOperations):
+class JobMaster:
     def __init__(self, graph: JobGraph, config: JobConfig, host: TaskManagerHost) -> None:
         self.graph = graph
         self.config = config
@@ -109,11 +109,6 @@ class JobMaster(SavepointOperations):
         self.subtasks: dict[SubtaskId, SubtaskState] = {}
         self.placement: dict[SubtaskId, int] = {}
         self.metrics: dict[str, Figures] = {}
-        self.last_savepoint: str | None = None
-        self.stop_savepoint: str | None = None
-        """The savepoint the job stopped with, if it ended that way (`last_savepoint` may be older)."""
-        self.stop_request: StopRequest | None = None
-        self._default_savepoint_dir = config.savepoint_dir
         self.ended = asyncio.Event()
         self.result: JobResult | None = None
         self._events: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
@@ -139,6 +134,14 @@ class JobMaster(SavepointOperations):
             on_intolerable=lambda reason: self._events.put_nowait(("failed", reason)),
         )
         self._decider = TriggerDecider(config.checkpoints, time.monotonic())
+        self.savepoints = Savepoints(
+            storage=self.storage,
+            trigger=self._trigger,
+            broadcast=self._control.broadcast,
+            job_state=lambda: self.state,
+            fail_attempt=lambda reason: self._events.put_nowait(("failed", reason)),
+            default_dir=config.savepoint_dir,
+        )
 
     # -- observed state -------------------------------------------------------------------------------
 
@@ -154,8 +157,8 @@ class JobMaster(SavepointOperations):
         stored = await asyncio.to_thread(read_result, self.storage.job_dir)
         if stored is not None:
             self.state, self.result = stored.state, stored
-            self.last_savepoint = stored.last_savepoint
-            self.stop_savepoint = stored.stop_savepoint
+            self.savepoints.last = stored.last_savepoint
+            self.savepoints.stopped_with = stored.stop_savepoint
             self.error = stored.error
             self.ended.set()
             return stored
@@ -199,13 +202,7 @@ class JobMaster(SavepointOperations):
                     break
         finally:
             self.end_ms = time.time_ns() // 1_000_000
-            latest = self.checkpoints.latest.path if self.checkpoints.latest else None
-            error = None if self.state == JobState.FINISHED else self.error
-            if self.state == JobState.SUSPENDED:
-                error = self._end_request[1] if self._end_request else error
-            self.result = JobResult.now(
-                self.config.job_id, self.state, self.last_savepoint, self.stop_savepoint, latest, error
-            )
+            self.result = self._result()
             # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
             # whose coordinator failed here (an exception on its way out): a stored result would end it.
             if self.state.ended:
@@ -213,6 +210,16 @@ class JobMaster(SavepointOperations):
             await self._control.close()
             self.ended.set()
         return self.result
+
+    def _result(self) -> JobResult:
+        latest = self.checkpoints.latest.path if self.checkpoints.latest else None
+        error = None if self.state == JobState.FINISHED else self.error
+        if self.state == JobState.SUSPENDED:
+            error = self._end_request[1] if self._end_request else error
+        savepoints = self.savepoints
+        return JobResult.now(
+            self.config.job_id, self.state, savepoints.last, savepoints.stopped_with, latest, error
+        )
 
     async def _restore_point(self, previous: str | None) -> str | None:
         """The latest completed checkpoint in storage, else what the previous attempt restored."""
@@ -342,32 +349,27 @@ class JobMaster(SavepointOperations):
             self.checkpoints.check_timeouts()
             decision = self._decider.decide(time.monotonic(), self._progress())
             if decision is Decision.STOP_SAVEPOINT:
-                self._take_stop_savepoint()
+                self.savepoints.take_stop_savepoint()
             elif decision is not Decision.NOTHING:
-                self._trigger(CheckpointKind.CHECKPOINT)
+                with contextlib.suppress(CheckpointDeclined):  # recorded in the checkpoint history
+                    self._trigger(CheckpointKind.CHECKPOINT)
 
     def _progress(self) -> Progress:
-        request = self.stop_request
-        if request is None:
-            stop = StopPhase.NONE
-        else:
-            stop = StopPhase.SAVEPOINT_TRIGGERED if request.savepoint_triggered else StopPhase.REQUESTED
         return Progress(
             pending=bool(self.checkpoints.pending),
             last_completion=self.checkpoints.last_completion,
             all_reached_end=self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED),
             all_finished=self._all(SubtaskState.FINISHED),
-            stop=stop,
+            stop=self.savepoints.stop_phase,
         )
 
     def _trigger(
         self, kind: CheckpointKind, target_dir: str | None = None, stop_mode: StopMode | None = None
-    ) -> asyncio.Future[CheckpointMetadata] | None:
+    ) -> asyncio.Future[CheckpointMetadata]:
+        """Every checkpoint and savepoint is triggered here, so that the decider learns when the final
+        one completed. Raises CheckpointDeclined."""
         all_reached_end = self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
-        try:
-            pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
-        except CheckpointDeclined:
-            return None
+        pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
         assert pending.done is not None
         if self._decider.is_final(pending.commits, all_reached_end):
             pending.done.add_done_callback(functools.partial(_final_completed, self._decider))
@@ -384,11 +386,7 @@ class JobMaster(SavepointOperations):
         await self._control.close_links(self._job_end_notice() if ends_for_good else None)
         # TaskManagers told of the job's end release their sinks' transactions before they exit.
         await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)
-        request = self.stop_request
-        if request is not None and not request.done.done():
-            request.done.set_exception(
-                RuntimeError(f"the job attempt ended before the savepoint completed: {self.error}")
-            )
+        self.savepoints.attempt_ended(self.error)
 
     def _job_end_notice(self) -> JobEnd:
         cc = self.checkpoints

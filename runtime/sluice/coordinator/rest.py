@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from sluice._states import CheckpointStatus, JobState, StopMode
+from sluice._states import CheckpointStatus, StopMode
 from sluice.coordinator import dashboard
 from sluice.coordinator._prometheus import CONTENT_TYPE, PrometheusExporter
 from sluice.coordinator._rest_auth import RestAuth, auth_middleware
@@ -34,6 +34,7 @@ from sluice.coordinator._rest_input import (
 )
 from sluice.coordinator.jobmaster import JobMaster
 from sluice.coordinator.metrics import MetricsHistory
+from sluice.coordinator.savepoints import Refusal, SavepointRefused
 from sluice.coordinator.views import job_view
 
 _trigger_ids = itertools.count(1)
@@ -106,10 +107,10 @@ class RestApi:
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
         wanted = SavepointRequest.from_json(await json_object(request), self.targets)
-        if wanted.target is None and not self.job.config.savepoint_dir:
-            return _error(400, "no targetDirectory given and the job has no default savepoint directory")
-        if self.job.state != JobState.RUNNING:
-            return _error(409, f"the job is {self.job.state}; savepoints need a RUNNING job")
+        try:
+            self.job.savepoints.check(wanted.target)
+        except SavepointRefused as refused:
+            return _error(400 if refused.refusal is Refusal.NO_DIRECTORY else 409, str(refused))
         running = [t for t, e in self.savepoints.items() if e.status == CheckpointStatus.IN_PROGRESS]
         if running:
             return _error(409, f"savepoint {running[0]} is still in progress; one at a time")
@@ -122,17 +123,18 @@ class RestApi:
         return web.json_response({"triggerId": trigger_id}, status=202)
 
     async def _run_savepoint(self, entry: SavepointEntry, stop: StopMode | None, target: str | None) -> None:
+        savepoints = self.job.savepoints
         try:
-            if stop is None:
-                path = await self.job.trigger_savepoint(target)
-            else:
-                path = await self.job.stop_with_savepoint(stop, target)
+            taken = await (savepoints.take(target) if stop is None else savepoints.stop(stop, target))
         except Exception as err:
             entry.status, entry.error = CheckpointStatus.FAILED, f"{type(err).__name__}: {err}"
             entry.fetched = False
             return
-        entry.status, entry.path = CheckpointStatus.COMPLETED, path
-        entry.checkpoint_id = int(path.rsplit("-", 1)[-1])
+        entry.status, entry.path, entry.checkpoint_id = (
+            CheckpointStatus.COMPLETED,
+            taken.path,
+            taken.checkpoint_id,
+        )
         entry.fetched = False
 
     def unfetched_results(self) -> bool:

@@ -89,7 +89,7 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str,
         "attempt": job.attempt,
         "restarts": job.restarts,
         "error": job.error,
-        "lastSavepoint": job.last_savepoint,
+        "lastSavepoint": job.savepoints.last,
         "subtasks": {
             "total": len(states),
             "running": sum(not s.ended for s in states),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice._states import CheckpointKind
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
 from sluice.checkpoint.storage import CheckpointStorage
 from sluice.transport.messages import ToTaskManager, Trigger
@@ -40,7 +41,7 @@ def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next
         sent.clear()
 
         with pytest.raises(CheckpointDeclined, match="the job attempt ended"):
-            coord.trigger("savepoint", str(tmp_path / "sp"))
+            coord.trigger(CheckpointKind.SAVEPOINT, str(tmp_path / "sp"))
         assert sent == []  # nothing went to the TaskManagers that are going away
         assert coord.pending == {}  # nothing left to hold back the next attempt's checkpoints
         assert coord.history[-1].status == "FAILED"
