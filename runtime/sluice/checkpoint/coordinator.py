@@ -328,7 +328,17 @@ class CheckpointCoordinator:
             keep = set(completed[-max(1, self.config.retained) :])
             # Failed ones being discarded and pending ones are someone else's to settle.
             busy = set(self._discarding) | set(self.pending)
-            await asyncio.to_thread(self._retain, keep, busy)
+            try:
+                await asyncio.to_thread(self._retain, keep, busy)
+            except Exception as err:
+                # Storage failing: the checkpoint is complete all the same, and the next completion
+                # discards what this one left.
+                log.warning(
+                    "discarding checkpoints older than %d failed: %s: %s",
+                    pending.checkpoint_id,
+                    type(err).__name__,
+                    err,
+                )
 
     def _retain(self, keep: set[int], busy: set[int]) -> None:
         for cid in self.storage.completed_ids():
