@@ -320,25 +320,26 @@ class CheckpointCoordinator:
         if pending.done is not None and not pending.done.done():
             pending.done.set_result(replace(metadata, location=pending.location))
         if not pending.is_savepoint:
-            completed = [
-                r.checkpoint_id
-                for r in self.history
-                if r.status == CheckpointStatus.COMPLETED and r.kind == CheckpointKind.CHECKPOINT
-            ]
-            keep = set(completed[-max(1, self.config.retained) :])
-            # Failed ones being discarded and pending ones are someone else's to settle.
-            busy = set(self._discarding) | set(self.pending)
-            try:
-                await asyncio.to_thread(self._retain, keep, busy)
-            except Exception as err:
-                # Storage failing: the checkpoint is complete all the same, and the next completion
-                # discards what this one left.
-                log.warning(
-                    "discarding checkpoints older than %d failed: %s: %s",
-                    pending.checkpoint_id,
-                    type(err).__name__,
-                    err,
-                )
+            await self._apply_retention(pending.checkpoint_id)
+
+    async def _apply_retention(self, completed_id: int) -> None:
+        """Discards the completed checkpoints beyond `retained`, once checkpoint `completed_id` is in."""
+        completed = [
+            r.checkpoint_id
+            for r in self.history
+            if r.status == CheckpointStatus.COMPLETED and r.kind == CheckpointKind.CHECKPOINT
+        ]
+        keep = set(completed[-max(1, self.config.retained) :])
+        # Failed ones being discarded and pending ones are someone else's to settle.
+        busy = set(self._discarding) | set(self.pending)
+        try:
+            await asyncio.to_thread(self._retain, keep, busy)
+        except Exception as err:
+            # Storage failing: the checkpoint is complete all the same, and the next completion
+            # discards what this one left.
+            log.warning(
+                "discarding checkpoints older than %d failed: %s: %s", completed_id, type(err).__name__, err
+            )
 
     def _retain(self, keep: set[int], busy: set[int]) -> None:
         for cid in self.storage.completed_ids():
