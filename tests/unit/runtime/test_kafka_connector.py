@@ -19,6 +19,7 @@ from confluent_kafka import TopicPartition
 from sluice.connectors.kafka import KafkaRecord, KafkaSource, KafkaSplit
 from sluice.connectors.kafka._common import (
     TRANSACTIONAL_ID_POOL,
+    consumer_config,
     decode,
     default_transactional_id_prefix,
     encode,
@@ -129,7 +130,7 @@ class _Consumer:
         self.at = {(tp.topic, tp.partition): tp.offset for tp in tps}
 
     def consume(self, n: int, timeout: float) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for tp, start in self.at.items():
             offset = start
             while offset < len(self.log[tp]) and len(out) < n and tp not in self.paused:
@@ -189,3 +190,11 @@ def test_position_is_the_next_offset_after_what_was_handed_out_and_survives_pick
     restored = _reader(position, _Consumer(log, {}), discovery_interval_ms=10**9)
     restored._next_discovery = float("inf")
     assert restored.read(10) == ["c", "d", "e"]
+
+
+def test_a_consumer_keeps_fetching_while_it_reads_a_backlog_unless_told_otherwise() -> None:
+    # librdkafka's default pauses a partition's fetching for 1 s whenever its local queue is full.
+    assert consumer_config("b:9092", "g", None)["fetch.queue.backoff.ms"] == 10
+    assert (
+        consumer_config("b:9092", "g", {"fetch.queue.backoff.ms": "500"})["fetch.queue.backoff.ms"] == "500"
+    )
