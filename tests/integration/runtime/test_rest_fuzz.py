@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from requests.structures import CaseInsensitiveDict
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
@@ -47,11 +49,11 @@ def _fuzz(
         suppress_health_check=list(HealthCheck),
     )
     @given(case=operation.as_strategy(generation_mode=mode))
-    def run(case: schemathesis.Case) -> None:
+    def run(case: schemathesis.Case[Any]) -> None:
         headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
         if authorization is not None:
             headers["Authorization"] = authorization
-        case.headers = headers
+        case.headers = CaseInsensitiveDict(headers)
         response = case.call(base_url=url, timeout=10)
         seen[response.status_code] = seen.get(response.status_code, 0) + 1
         case.validate_response(response, checks=CHECKS)

@@ -46,6 +46,7 @@ def _job_ports(job: RestJob) -> set[int]:
         # server): take the control port from the job master instead of every port of the process.
         ports.add(int(job.handle.job.control_address.rsplit(":", 1)[1]))
     else:
+        assert isinstance(job, SluiceJob)  # a `sluice run` process of its own
         ports |= listening_ports(job.process.pid) - {rest_port}
     return ports
 

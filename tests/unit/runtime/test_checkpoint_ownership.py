@@ -59,7 +59,7 @@ def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
 
 def attempt_ends_while_metadata_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
-) -> tuple[CheckpointCoordinator, list[dict[str, Any]], str]:
+) -> tuple[CheckpointCoordinator, list[ToTaskManager], str]:
     """The write is held until the attempt has ended and any discard it started has run: the order in
     which a loaded machine may run the two threads."""
     writing, release, discarded = threading.Event(), threading.Event(), threading.Event()
@@ -79,7 +79,8 @@ def attempt_ends_while_metadata_is_written(
 
     async def scenario() -> tuple[CheckpointCoordinator, str]:
         coord = coordinator(tmp_path, sent)
-        pending = coord.trigger(kind, f"file://{tmp_path / 'sp'}" if kind == "savepoint" else None)
+        target = f"file://{tmp_path / 'sp'}" if kind == "savepoint" else None
+        pending = coord.trigger(CheckpointKind(kind), target)
         for subtask in (0, 1):
             write_bytes(pending.location, f"src-{subtask}.state", STATE)
             coord.on_ack(ack(1, subtask))

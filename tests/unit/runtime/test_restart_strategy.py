@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from sluice._states import RestartKind
 from sluice.coordinator.restart import RestartStrategy
 
 
@@ -19,7 +20,7 @@ class _Clock:
 
 def test_fixed_delay_gives_up_after_max_restarts_in_a_row() -> None:
     clock = _Clock()
-    backoff = RestartStrategy("fixed-delay", max_restarts=2, delay_s=1.5).backoff(clock)
+    backoff = RestartStrategy(RestartKind.FIXED_DELAY, max_restarts=2, delay_s=1.5).backoff(clock)
     delays = []
     for _ in range(3):
         delays.append(backoff.on_failure())
@@ -29,7 +30,7 @@ def test_fixed_delay_gives_up_after_max_restarts_in_a_row() -> None:
 
 def test_failures_spread_over_months_never_end_the_job() -> None:
     clock = _Clock()
-    backoff = RestartStrategy("fixed-delay", max_restarts=2, reset_after_s=3600).backoff(clock)
+    backoff = RestartStrategy(RestartKind.FIXED_DELAY, max_restarts=2, reset_after_s=3600).backoff(clock)
     for _ in range(12):  # an eviction a week for three months
         assert backoff.on_failure() == 1.0
         clock.now += 7 * 24 * 3600
@@ -38,7 +39,13 @@ def test_failures_spread_over_months_never_end_the_job() -> None:
 def test_exponential_backs_off_to_its_cap_and_resets_after_a_stable_period() -> None:
     clock = _Clock()
     strategy = RestartStrategy(
-        "exponential", max_restarts=10, delay_s=1, max_delay_s=8, multiplier=2, jitter=0, reset_after_s=600
+        RestartKind.EXPONENTIAL,
+        max_restarts=10,
+        delay_s=1,
+        max_delay_s=8,
+        multiplier=2,
+        jitter=0,
+        reset_after_s=600,
     )
     backoff = strategy.backoff(clock)
     delays = []
@@ -53,7 +60,9 @@ def test_exponential_backs_off_to_its_cap_and_resets_after_a_stable_period() -> 
 
 
 def test_exponential_jitter_stays_within_its_fraction() -> None:
-    strategy = RestartStrategy("exponential", max_restarts=100, delay_s=10, max_delay_s=10, jitter=0.1)
+    strategy = RestartStrategy(
+        RestartKind.EXPONENTIAL, max_restarts=100, delay_s=10, max_delay_s=10, jitter=0.1
+    )
     backoff = strategy.backoff(_Clock(), random.Random(3))
     delays = [backoff.on_failure() for _ in range(50)]
     assert all(d is not None and 9 <= d <= 11 for d in delays)
@@ -61,7 +70,7 @@ def test_exponential_jitter_stays_within_its_fraction() -> None:
 
 
 def test_none_never_restarts() -> None:
-    assert RestartStrategy("none").backoff(_Clock()).on_failure() is None
+    assert RestartStrategy(RestartKind.NONE).backoff(_Clock()).on_failure() is None
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from sluice.state.descriptors import ValueStateDescriptor
 from sluice.state.heap import HeapKeyedStateBackend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChangeLog, SnapshotWrite
+from sluice.transport.messages import ToTaskManager
 
 from ._graphs import graph
 
@@ -79,7 +80,7 @@ def shared_files(tmp_path: Path) -> set[str]:
 
 
 def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_path: Path) -> None:
-    sent: list[dict[str, Any]] = []
+    sent: list[ToTaskManager] = []
     subtasks = [Keyed(0), Keyed(1)]
 
     async def checkpoint(coord: CheckpointCoordinator, complete: bool = True) -> CheckpointMetadata | None:

@@ -4,7 +4,7 @@ which positions a completed checkpoint reports to each split."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -154,7 +154,7 @@ def test_a_completed_checkpoint_reports_to_each_open_split_the_position_it_holds
     op.snapshot_state(3)
     op.notify_checkpoint_aborted(3)
     op.notify_checkpoint_complete(2)  # subsumes 1
-    readers = sorted(op._readers.values(), key=lambda r: r.split.name)  # type: ignore[attr-defined]
+    readers = sorted((cast(ScriptedReader, r) for r in op._readers.values()), key=lambda r: r.split.name)
     assert [r.notified for r in readers] == [[(2, Scripted("a", 2))], [(2, Scripted("b", 2))]]
     op.notify_checkpoint_complete(3)  # aborted: nothing to report
     assert [len(r.notified) for r in readers] == [1, 1]

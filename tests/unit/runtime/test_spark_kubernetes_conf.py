@@ -40,7 +40,7 @@ def extension_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def pod(**changes: str | None) -> CoordinatorPod:
     base = coordinator_pod_from_env(POD_ENV, service_account_dir=Path("/nonexistent"))
     fields = {**base.__dict__, **changes}
-    return CoordinatorPod(**fields)  # type: ignore[arg-type]
+    return CoordinatorPod(**fields)
 
 
 def test_pod_from_the_downward_api_and_the_kubelet_environment(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,10 @@ from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.coordinator.result_store import JobResult
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "reference" / "storage-layout.md"
-PARSERS = {"_metadata": CheckpointMetadata.from_json, "job-result.json": JobResult.from_json}
+PARSERS: dict[str, Callable[[str], CheckpointMetadata | JobResult]] = {
+    "_metadata": CheckpointMetadata.from_json,
+    "job-result.json": JobResult.from_json,
+}
 
 
 def examples() -> list[tuple[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import pytest
 
@@ -150,13 +151,14 @@ def test_the_heartbeat_sample_of_a_subtask() -> None:
 def test_heartbeat_metrics_are_checked_like_every_control_message() -> None:
     good = MetricsReport(0, {"0:1": dict(Metrics().as_dict())})
     assert decode_message(encode_message(good), TO_COORDINATOR) == good
-    for bad in (
+    malformed: list[dict[str, Any]] = [
         {"zero": {}},
         {"0:x": {}},
         {"0:1": [1]},
         {"0:1": {"recordsIn": "7"}},
         {"0:1": {"recordsIn": True}},
-    ):
+    ]
+    for bad in malformed:
         with pytest.raises(MessageError):
             decode_message(json.dumps({"type": "metrics", "tm": 0, "metrics": bad}).encode(), TO_COORDINATOR)
     with pytest.raises(MessageError, match="not a number"):

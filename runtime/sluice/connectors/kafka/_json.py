@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import types
+from collections.abc import Sequence
 from typing import Any
 
 _orjson: types.ModuleType | None
@@ -52,7 +53,7 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
-def decode_all(values: list[bytes | None]) -> list[Any]:
+def decode_all(values: Sequence[bytes | None]) -> list[Any]:
     """JSON values of a batch of records; a record without a value (a tombstone) stays None."""
     present = [v for v in values if v is not None]
     if _orjson is None or len(present) < len(values) or _has_long_digits(b" ".join(present)):
