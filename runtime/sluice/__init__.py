@@ -2,7 +2,7 @@
 
 from sluice.api.datastream import DataStream, KeyedStream, WindowedStream
 from sluice.api.environment import StreamEnvironment
-from sluice.api.functions import (
+from sluice.functions import (
     AggregateFunction,
     FilterFunction,
     FlatMapFunction,

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sluice.api.functions import (
+from sluice.connectors.base import Sink, TwoPhaseCommitSink
+from sluice.engine.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
+from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
+from sluice.engine.operators.sink import SinkOperator, TwoPhaseCommitSinkOperator
+from sluice.engine.operators.timestamps import TimestampsOperator
+from sluice.engine.operators.window import WindowOperator
+from sluice.functions import (
     AggregateFunction,
     FilterFunction,
     FlatMapFunction,
@@ -14,12 +20,6 @@ from sluice.api.functions import (
     MapFunction,
     ProcessFunction,
 )
-from sluice.connectors.base import Sink, TwoPhaseCommitSink
-from sluice.engine.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
-from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
-from sluice.engine.operators.sink import SinkOperator, TwoPhaseCommitSinkOperator
-from sluice.engine.operators.timestamps import TimestampsOperator
-from sluice.engine.operators.window import WindowOperator
 from sluice.graph.transformations import Partitioning, PartitionKind, Transformation
 
 if TYPE_CHECKING:

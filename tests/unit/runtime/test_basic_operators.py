@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from sluice.api.functions import FlatMapFunction, MapFunction, ProcessFunction, RuntimeContext
 from sluice.checkpoint.snapshot import RestoredState
 from sluice.engine.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
+from sluice.functions import FlatMapFunction, MapFunction, ProcessFunction, RuntimeContext
 
 from ._support import start
 

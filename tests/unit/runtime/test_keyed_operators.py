@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from sluice.api.functions import KeyedContext, KeyedProcessFunction, RuntimeContext
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
+from sluice.functions import KeyedContext, KeyedProcessFunction, RuntimeContext
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import BACKENDS
 from sluice.state.keygroups import key_group_for, key_group_range

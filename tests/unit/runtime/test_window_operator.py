@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from sluice.api.functions import AggregateFunction
 from sluice.checkpoint.restore import restored_share
 from sluice.checkpoint.snapshot import RestoredState
 from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.window import WindowOperator
+from sluice.functions import AggregateFunction
 from sluice.state.keygroups import key_group_for, subtask_for_key_group
 from sluice.windows import SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.api.functions import Function
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.operators.base import StreamOperator
+from sluice.functions import Function
 
 
 class UdfOperator(StreamOperator):

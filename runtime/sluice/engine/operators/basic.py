@@ -5,8 +5,8 @@ from __future__ import annotations
 from itertools import compress
 from typing import Any
 
-from sluice.api.functions import FilterFunction, FlatMapFunction, MapFunction, ProcessFunction
 from sluice.engine.operators._udf import UdfOperator
+from sluice.functions import FilterFunction, FlatMapFunction, MapFunction, ProcessFunction
 
 
 class MapOperator(UdfOperator):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sluice.api.functions import KeyedProcessFunction
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.context import processing_time_ms
 from sluice.engine.operators._udf import UdfOperator
 from sluice.engine.operators.base import StreamOperator
 from sluice.engine.timers import TimerService
+from sluice.functions import KeyedProcessFunction
 from sluice.state.keygroups import key_group_for
 from sluice.state.snapshots import ChangeLog, DeferredKeyed
 

@@ -10,10 +10,10 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
-from sluice.api.functions import AggregateFunction
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.events import MIN_WATERMARK
 from sluice.engine.operators.base import StreamOperator
+from sluice.functions import AggregateFunction
 from sluice.state.keygroups import key_group_for
 from sluice.windows import TumblingEventTimeWindows, WindowAssigner, window_ends
 
