@@ -8,12 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from sluice._states import CheckpointKind
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.checkpoint.snapshot import OperatorSnapshot
-from sluice.checkpoint.storage import read_metadata, write_bytes, write_metadata
+from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_bytes, write_metadata
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.operators.base import StreamOperator
 from sluice.state.keygroups import key_group_range
+from sluice.transport.messages import ToTaskManager
+
+from ._graphs import graph
 
 
 @dataclass
@@ -124,3 +128,13 @@ def write_checkpoint(
     metadata = CheckpointMetadata(1, "j", CheckpointKind.CHECKPOINT, 0, None, (entry,), version=1)
     write_metadata(location, metadata)
     return read_metadata(location)
+
+
+def source_coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointCoordinator:
+    """A checkpoint coordinator of one source vertex with two subtasks, checkpoints in `tmp_path/chk`,
+    that records what it sends to TaskManagers in `sent`."""
+    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+    config = CheckpointConfig(interval_s=None)
+    return CheckpointCoordinator(
+        graph([(["src"], 2)], []), storage, config, lambda m, _: sent.append(m), dict
+    )

@@ -15,7 +15,7 @@ import pytest
 from sluice._states import CheckpointKind
 from sluice.checkpoint import coordinator as coordinator_module
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
-from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
+from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import (
     CheckpointStorage,
@@ -25,28 +25,16 @@ from sluice.checkpoint.storage import (
     write_bytes,
     write_metadata,
 )
-from sluice.graph.jobgraph import JobGraph
 from sluice.transport.messages import Complete, ToTaskManager
 
-from ._graphs import graph
+from ._support import source_coordinator
 
 STATE = b"0123456789"
-
-
-def source_only() -> JobGraph:
-    return graph([(["src"], 2)], [])
 
 
 def ack(checkpoint: int, subtask: int) -> Acknowledgement:
     state = AckedOperator("src", finished=False, path=f"src-{subtask}.state", size=len(STATE))
     return Acknowledgement(checkpoint, 0, subtask, (state,), end_of_data=False)
-
-
-def coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointCoordinator:
-    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
-    return CheckpointCoordinator(
-        source_only(), storage, CheckpointConfig(interval_s=None), lambda m, _: sent.append(m), dict
-    )
 
 
 def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
@@ -78,7 +66,7 @@ def attempt_ends_while_metadata_is_written(
     sent: list[ToTaskManager] = []
 
     async def scenario() -> tuple[CheckpointCoordinator, str]:
-        coord = coordinator(tmp_path, sent)
+        coord = source_coordinator(tmp_path, sent)
         target = f"file://{tmp_path / 'sp'}" if kind == "savepoint" else None
         pending = coord.trigger(CheckpointKind(kind), target)
         for subtask in (0, 1):
@@ -121,7 +109,7 @@ def test_a_checkpoint_failing_before_all_acks_is_discarded_and_settled(tmp_path:
     sent: list[ToTaskManager] = []
 
     async def scenario() -> CheckpointCoordinator:
-        coord = coordinator(tmp_path, sent)
+        coord = source_coordinator(tmp_path, sent)
         coord.trigger()
         write_bytes(coord.storage.checkpoint_location(1), "src-0.state", STATE)
         coord.on_ack(ack(1, 0))
@@ -157,7 +145,7 @@ def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_miss
     sent: list[ToTaskManager] = []
 
     async def two_checkpoints() -> CheckpointCoordinator:
-        coord = coordinator(tmp_path, sent)
+        coord = source_coordinator(tmp_path, sent)
         coord.config.retained = 2
         for checkpoint in (1, 2):
             coord.trigger()
@@ -186,7 +174,7 @@ def test_retention_keeps_the_newest_checkpoints_only(tmp_path: Path) -> None:
     sent: list[ToTaskManager] = []
 
     async def three_checkpoints() -> CheckpointCoordinator:
-        coord = coordinator(tmp_path, sent)
+        coord = source_coordinator(tmp_path, sent)
         for checkpoint in (1, 2, 3):
             coord.trigger()
             acknowledge_all(coord, checkpoint)

@@ -17,7 +17,8 @@ import pytest
 from sluice._states import CheckpointStatus
 from sluice.checkpoint.storage import CheckpointStorage
 
-from .test_checkpoint_ownership import acknowledge_all, coordinator
+from ._support import source_coordinator
+from .test_checkpoint_ownership import acknowledge_all
 
 
 def test_a_failed_retention_is_a_warning_and_the_next_completion_retries_it(
@@ -34,7 +35,7 @@ def test_a_failed_retention_is_a_warning_and_the_next_completion_retries_it(
     monkeypatch.setattr(CheckpointStorage, "completed_ids", unlistable)
 
     async def scenario() -> list[int]:
-        coord = coordinator(tmp_path, [])
+        coord = source_coordinator(tmp_path, [])
         for checkpoint in (1, 2):
             coord.trigger()
             acknowledge_all(coord, checkpoint)

@@ -14,28 +14,16 @@ from pathlib import Path
 import pytest
 
 from sluice._states import CheckpointKind
-from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
-from sluice.checkpoint.storage import CheckpointStorage
+from sluice.checkpoint.coordinator import CheckpointDeclined
 from sluice.transport.messages import ToTaskManager, Trigger
 
-from ._graphs import graph
-
-
-def _coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointCoordinator:
-    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
-    return CheckpointCoordinator(
-        graph([(["src"], 2)], []),
-        storage,
-        CheckpointConfig(interval_s=None),
-        lambda m, _: sent.append(m),
-        dict,
-    )
+from ._support import source_coordinator
 
 
 def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next(tmp_path: Path) -> None:
     async def scenario() -> None:
         sent: list[ToTaskManager] = []
-        coord = _coordinator(tmp_path, sent)
+        coord = source_coordinator(tmp_path, sent)
         coord.trigger()
         coord.abort_all("the job attempt ended")
         sent.clear()
@@ -59,7 +47,7 @@ def test_no_trigger_between_the_end_of_an_attempt_and_the_deployment_of_the_next
 def test_a_new_coordinator_accepts_triggers(tmp_path: Path) -> None:
     async def scenario() -> None:
         sent: list[ToTaskManager] = []
-        coord = _coordinator(tmp_path, sent)
+        coord = source_coordinator(tmp_path, sent)
         coord.trigger()
         assert [type(m) for m in sent] == [Trigger]
 
@@ -68,7 +56,7 @@ def test_a_new_coordinator_accepts_triggers(tmp_path: Path) -> None:
 
 def test_checkpoint_ids_continue_after_the_restored_one_and_never_go_back(tmp_path: Path) -> None:
     async def scenario() -> None:
-        coord = _coordinator(tmp_path, [])
+        coord = source_coordinator(tmp_path, [])
         assert coord.trigger().checkpoint_id == 1
         coord.continue_after(41)  # an attempt restores checkpoint 41
         assert coord.trigger().checkpoint_id == 42
