@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import cloudpickle
 
@@ -32,6 +32,13 @@ from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
+from sluice.coordinator._attempt_events import (
+    AttemptEnded,
+    AttemptEvent,
+    AttemptFailed,
+    EndRequested,
+    TasksFinished,
+)
 from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result, write_result
@@ -77,16 +84,6 @@ class JobConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
 
 
-# How an attempt that ended without a failure leaves the job.
-_ENDS = {"finished": JobState.FINISHED, "canceled": JobState.CANCELED, "suspended": JobState.SUSPENDED}
-
-
-class _AttemptEnded(Exception):
-    def __init__(self, outcome: str, reason: str | None = None) -> None:
-        super().__init__(reason or outcome)
-        self.outcome, self.reason = outcome, reason
-
-
 def _final_completed(decider: TriggerDecider, done: asyncio.Future[CheckpointMetadata]) -> None:
     # The decider of the attempt that triggered it: a later attempt takes its own final checkpoint.
     if not done.cancelled() and done.exception() is None:
@@ -111,9 +108,9 @@ class JobMaster:
         self.metrics: dict[str, Figures] = {}
         self.ended = asyncio.Event()
         self.result: JobResult | None = None
-        self._events: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
+        self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
-        self._end_request: tuple[str, str] | None = None
+        self._end_request: EndRequested | None = None
         self._end_requested = asyncio.Event()
         self._control = ControlServer(
             self._on_message,
@@ -131,7 +128,7 @@ class JobMaster:
             config.checkpoints,
             self._send,
             self.finished_subtasks,
-            on_intolerable=lambda reason: self._events.put_nowait(("failed", reason)),
+            on_intolerable=self._fail_attempt,
         )
         self._decider = TriggerDecider(config.checkpoints, time.monotonic())
         self.savepoints = Savepoints(
@@ -139,7 +136,7 @@ class JobMaster:
             trigger=self._trigger,
             broadcast=self._control.broadcast,
             job_state=lambda: self.state,
-            fail_attempt=lambda reason: self._events.put_nowait(("failed", reason)),
+            fail_attempt=self._fail_attempt,
             default_dir=config.savepoint_dir,
         )
 
@@ -156,50 +153,10 @@ class JobMaster:
     async def run(self) -> JobResult:
         stored = await asyncio.to_thread(read_result, self.storage.job_dir)
         if stored is not None:
-            self.state, self.result = stored.state, stored
-            self.savepoints.last = stored.last_savepoint
-            self.savepoints.stopped_with = stored.stop_savepoint
-            self.error = stored.error
-            self.ended.set()
-            return stored
+            return self._adopt(stored)
         await self._control.start(self.host.control_bind_host())
-        restore = self.config.from_savepoint
         try:
-            while True:
-                try:
-                    restore = await self._restore_point(restore)
-                    await self._attempt(restore)
-                except _AttemptEnded as ended:
-                    outcome, reason = ended.outcome, ended.reason
-                else:  # pragma: no cover - _attempt always ends by raising
-                    outcome, reason = "failed", "attempt ended without an outcome"
-                delay = None
-                if outcome not in ("finished", "canceled", "suspended"):
-                    delay = self._restart_backoff.on_failure()
-                    if outcome == "fatal":
-                        delay = None
-                # Canceled, or failed with no restart left: no restore will commit or discard what the
-                # sinks pre-committed. (A suspended job keeps it all for the run that resumes it.)
-                ends_for_good = outcome == "canceled" or (
-                    outcome not in ("finished", "suspended") and delay is None
-                )
-                await self._end_attempt(graceful=outcome == "finished", ends_for_good=ends_for_good)
-                if outcome in _ENDS:
-                    self.state = _ENDS[outcome]
-                    break
-                self.error = reason
-                if delay is None:
-                    self.state = JobState.FAILED
-                    break
-                log.warning("attempt %d failed: %s; restarting in %.1fs", self.attempt, reason, delay)
-                self.state = JobState.RESTARTING
-                self.restarts += 1
-                self.attempt += 1
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._end_requested.wait(), delay)
-                if self._end_request is not None:
-                    self.state = _ENDS[self._end_request[0]]
-                    break
+            await self._run_attempts()
         finally:
             self.end_ms = time.time_ns() // 1_000_000
             self.result = self._result()
@@ -211,11 +168,55 @@ class JobMaster:
             self.ended.set()
         return self.result
 
+    def _adopt(self, stored: JobResult) -> JobResult:
+        """The job ended under an earlier coordinator: show that end, run nothing."""
+        self.state, self.result = stored.state, stored
+        self.savepoints.last = stored.last_savepoint
+        self.savepoints.stopped_with = stored.stop_savepoint
+        self.error = stored.error
+        self.ended.set()
+        return stored
+
+    async def _run_attempts(self) -> None:
+        """Attempt after attempt until one ends the job (self.state is then its end)."""
+        restore = self.config.from_savepoint
+        while True:
+            try:
+                restore = await self._restore_point(restore)
+                await self._attempt(restore)
+            except AttemptEnded as ended:
+                event = ended.event
+            delay = self._restart_backoff.on_failure() if isinstance(event, AttemptFailed) else None
+            # Canceled, or failed with no restart left: no restore will commit or discard what the
+            # sinks pre-committed. (A suspended job keeps it all for the run that resumes it.)
+            ends_for_good = delay is None and event.end in (JobState.CANCELED, JobState.FAILED)
+            await self._end_attempt(graceful=isinstance(event, TasksFinished), ends_for_good=ends_for_good)
+            if isinstance(event, AttemptFailed):
+                self.error = event.reason
+            if delay is None:
+                self.state = event.end
+                return
+            if not await self._restart_after(delay):
+                return
+
+    async def _restart_after(self, delay: float) -> bool:
+        """Waits out the restart delay; False if the job was asked to end meanwhile (its state is set)."""
+        log.warning("attempt %d failed: %s; restarting in %.1fs", self.attempt, self.error, delay)
+        self.state = JobState.RESTARTING
+        self.restarts += 1
+        self.attempt += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._end_requested.wait(), delay)
+        if self._end_request is not None:
+            self.state = self._end_request.state
+            return False
+        return True
+
     def _result(self) -> JobResult:
         latest = self.checkpoints.latest.path if self.checkpoints.latest else None
         error = None if self.state == JobState.FINISHED else self.error
         if self.state == JobState.SUSPENDED:
-            error = self._end_request[1] if self._end_request else error
+            error = self._end_request.reason if self._end_request else error
         savepoints = self.savepoints
         return JobResult.now(
             self.config.job_id, self.state, savepoints.last, savepoints.stopped_with, latest, error
@@ -226,8 +227,10 @@ class JobMaster:
         try:
             return await asyncio.to_thread(self.storage.latest_completed) or previous
         except Exception as err:
-            raise _AttemptEnded(
-                "failed", f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
+            raise AttemptEnded(
+                AttemptFailed(
+                    f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
+                )
             ) from err
 
     async def _store_result(self, result: JobResult) -> None:
@@ -253,7 +256,8 @@ class JobMaster:
                 )
                 await asyncio.sleep(delay)
 
-    async def _attempt(self, restore: str | None) -> None:
+    async def _attempt(self, restore: str | None) -> NoReturn:
+        """Runs one attempt; it ends by raising AttemptEnded."""
         metadata = None
         if restore is not None:
             try:
@@ -261,11 +265,11 @@ class JobMaster:
             except FileNotFoundError:
                 if restore == self.config.from_savepoint:
                     raise  # the user's savepoint is not there: a usage error, not a failure to retry
-                raise _AttemptEnded("failed", f"checkpoint {restore} is gone") from None
+                raise AttemptEnded(AttemptFailed(f"checkpoint {restore} is gone")) from None
             except Exception as err:
                 # Storage down or answering errors: the restart strategy decides, as for a lost task.
-                raise _AttemptEnded(
-                    "failed", f"reading {restore} failed: {type(err).__name__}: {err}"
+                raise AttemptEnded(
+                    AttemptFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
                 ) from err
             validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
             self.checkpoints.continue_after(metadata.checkpoint_id)
@@ -304,15 +308,15 @@ class JobMaster:
         registered.cancel()
         ending.cancel()
         if lost in done:
-            raise _AttemptEnded("failed", lost.result())
+            raise AttemptEnded(AttemptFailed(lost.result()))
         if self._end_request is not None:
-            raise _AttemptEnded(*self._end_request)
+            raise AttemptEnded(self._end_request)
         if registered not in done:
-            raise _AttemptEnded(
-                "failed",
-                f"only {len(self._control.links)} of {self.config.taskmanagers} TaskManagers registered "
-                "within "
-                f"{self.config.registration_timeout_s:g}s",
+            raise AttemptEnded(
+                AttemptFailed(
+                    f"only {len(self._control.links)} of {self.config.taskmanagers} TaskManagers "
+                    f"registered within {self.config.registration_timeout_s:g}s"
+                )
             )
 
     def _deploy(self, metadata: CheckpointMetadata | None) -> None:
@@ -332,19 +336,16 @@ class JobMaster:
                 )
             )
 
-    async def _drive(self, lost: asyncio.Future[str]) -> None:
+    async def _drive(self, lost: asyncio.Future[str]) -> NoReturn:
         while True:
             event: asyncio.Future[Any] = asyncio.ensure_future(self._events.get())
             waiting: set[asyncio.Future[Any]] = {event, lost}
             done, _ = await asyncio.wait(waiting, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
             if lost in done:
                 event.cancel()
-                raise _AttemptEnded("failed", lost.result())
+                raise AttemptEnded(AttemptFailed(lost.result()))
             if event in done:
-                kind, reason = event.result()
-                if kind == "finished":
-                    raise _AttemptEnded("finished")
-                raise _AttemptEnded(kind, reason)
+                raise AttemptEnded(event.result())
             event.cancel()
             self.checkpoints.check_timeouts()
             decision = self._decider.decide(time.monotonic(), self._progress())
@@ -427,12 +428,12 @@ class JobMaster:
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
         if state == SubtaskState.FAILED:
             log.error("task %s failed: %s\n%s", name, message.error, message.trace or "")
-            self._events.put_nowait(("failed", f"task {name} failed: {message.error}"))
+            self._fail_attempt(f"task {name} failed: {message.error}")
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
             self.checkpoints.on_task_finished(subtask)
             if self._all(SubtaskState.FINISHED):
-                self._events.put_nowait(("finished", None))
+                self._events.put_nowait(TasksFinished())
 
     def _on_lost(self, link: TaskManagerLink, attempt: int) -> None:
         if (
@@ -441,23 +442,26 @@ class JobMaster:
             and not self._all(SubtaskState.FINISHED)
         ):
             lost = link.lost_reason or f"lost the connection to TaskManager {link.index} (pid {link.pid})"
-            self._events.put_nowait(("failed", lost))
+            self._fail_attempt(lost)
+
+    def _fail_attempt(self, reason: str) -> None:
+        self._events.put_nowait(AttemptFailed(reason))
 
     # -- operations ---------------------------------------------------------------------------------
 
     def cancel(self) -> None:
         """Ends the job for good: CANCELED, with a stored result."""
-        self._request_end("canceled", "canceled by request")
+        self._request_end(EndRequested(JobState.CANCELED, "canceled by request"))
 
     def suspend(self, reason: str) -> None:
         """Stops this coordinator without ending the job: SUSPENDED, resumable with the same job id."""
-        self._request_end("suspended", reason)
+        self._request_end(EndRequested(JobState.SUSPENDED, reason))
 
-    def _request_end(self, outcome: str, reason: str) -> None:
+    def _request_end(self, request: EndRequested) -> None:
         if self._end_request is None:
-            self._end_request = (outcome, reason)
+            self._end_request = request
             self._end_requested.set()
-            self._events.put_nowait((outcome, reason))
+            self._events.put_nowait(request)
 
     # -- for the REST API and progress ------------------------------------------------------------------
 
