@@ -12,6 +12,7 @@ import enum
 import math
 import struct
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_MAX_PARALLELISM = 128
@@ -26,32 +27,54 @@ def stable_hash(key: Any) -> int:
     independently of its iteration order. Types without a canonical form are refused.
     """
     kind = type(key)
+    # int and str first and inline: they are most keys, and this runs once per record.
     if kind is int:
         return ((key * INT_HASH_FACTOR) & MASK64) >> 32  # type: ignore[no-any-return]
     if kind is str:
         return zlib.crc32(key.encode("utf-8"))
-    if kind is tuple:
-        h = 0x345678
-        for part in key:
-            h = ((h ^ stable_hash(part)) * 1000003) & 0xFFFFFFFF
-        return h
-    if kind is bool:
+    # By exact type: a subclass (a namedtuple, an IntEnum) is not hashed as its base.
+    hash_builtin = _BUILTIN_HASHES.get(kind)
+    if hash_builtin is not None:
+        return hash_builtin(key)
+    return _hash_user_type(key)
+
+
+def _hash_tuple(key: tuple[Any, ...]) -> int:
+    h = 0x345678
+    for part in key:
+        h = ((h ^ stable_hash(part)) * 1000003) & 0xFFFFFFFF
+    return h
+
+
+def _hash_float(key: float) -> int:
+    if key.is_integer():
         return stable_hash(int(key))
-    if kind is float:
-        if key.is_integer():
-            return stable_hash(int(key))
-        if math.isnan(key):
-            return 0x7FC00000
-        return zlib.crc32(struct.pack("<d", key))
-    if kind is bytes:
-        return zlib.crc32(key)
-    if key is None:
-        return 0
-    if kind is frozenset:
-        mixed = 0
-        for part in key:
-            mixed = (mixed + ((stable_hash(part) * 0x9E3779B1) & 0xFFFFFFFF)) & 0xFFFFFFFF
-        return mixed ^ 0x5BD1E995
+    if math.isnan(key):
+        return 0x7FC00000
+    return zlib.crc32(struct.pack("<d", key))
+
+
+def _hash_frozenset(key: frozenset[Any]) -> int:
+    # A sum does not depend on the iteration order, which follows the per-process salted str hash.
+    mixed = 0
+    for part in key:
+        mixed = (mixed + ((stable_hash(part) * 0x9E3779B1) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    return mixed ^ 0x5BD1E995
+
+
+_BUILTIN_HASHES: dict[type, Callable[[Any], int]] = {
+    tuple: _hash_tuple,
+    bool: lambda key: stable_hash(int(key)),
+    float: _hash_float,
+    bytes: zlib.crc32,
+    type(None): lambda key: 0,
+    frozenset: _hash_frozenset,
+}
+
+
+def _hash_user_type(key: Any) -> int:
+    """Enum members and dataclass instances hash as their class's name and their value or fields."""
+    kind = type(key)
     if isinstance(key, enum.Enum):
         return stable_hash((kind.__qualname__, key.name))
     if dataclasses.is_dataclass(key) and not isinstance(key, type):
