@@ -13,7 +13,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.checkpoint.metadata import CheckpointMetadata
+from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.checkpoint.storage import read_bytes
 from sluice.state.keygroups import key_group_range
@@ -51,59 +51,102 @@ def restored_share(
     entry = metadata.operator(uid)
     if entry is None:
         return None
-    location = metadata.location
     if entry.fully_finished:
-        mine = [h for h in entry.pending_commits if h.index % parallelism == subtask]
-        if not mine:
-            return FullyFinished()
-        commits = RestoredState(checkpoint_id=metadata.checkpoint_id)
-        for commit in mine:
-            for name, items in load_snapshot(location, commit.path).lists.items():
-                commits.lists.setdefault(name, []).extend(items)
-        return FullyFinished(commits)
-    handles = sorted(entry.subtasks, key=lambda h: h.index)
-    keyed_handles = [h for h in handles if h.key_groups is not None]
-    if keyed_handles and entry.max_parallelism != max_parallelism:
+        return _finished_share(metadata, entry, subtask, parallelism)
+    keyed = any(h.key_groups is not None for h in entry.subtasks)
+    if keyed and entry.max_parallelism != max_parallelism:
         raise RestoreError(
             f"operator {uid!r} was checkpointed with max parallelism {entry.max_parallelism} "
             "but the job now "
             f"uses {max_parallelism}; keyed state can only be restored with the same max parallelism"
         )
     unchanged = entry.parallelism == parallelism and not entry.finished_subtasks
+    target = _NewSubtask(subtask, parallelism, max_parallelism, unchanged)
+    return _running_share(metadata, entry, target)
+
+
+def _finished_share(
+    metadata: CheckpointMetadata, entry: OperatorEntry, subtask: int, parallelism: int
+) -> FullyFinished:
+    """The transactions pre-committed for the final checkpoint, each given to exactly one new subtask."""
+    mine = [h for h in entry.pending_commits if h.index % parallelism == subtask]
+    if not mine:
+        return FullyFinished()
+    commits = RestoredState(checkpoint_id=metadata.checkpoint_id)
+    for commit in mine:
+        for name, items in load_snapshot(metadata.location, commit.path).lists.items():
+            commits.lists.setdefault(name, []).extend(items)
+    return FullyFinished(commits)
+
+
+@dataclass(frozen=True)
+class _NewSubtask:
+    """The subtask a share is for, and which old subtasks' state it needs."""
+
+    index: int
+    parallelism: int
+    max_parallelism: int
+    unchanged: bool
+    """Same parallelism as checkpointed and no finished subtasks: list state keeps subtask affinity."""
+
+    @property
+    def key_groups(self) -> range:
+        return key_group_range(self.index, self.max_parallelism, self.parallelism)
+
+    def overlaps(self, handle: SubtaskHandle) -> bool:
+        """Whether the old subtask held keyed state in key groups this one owns."""
+        groups, mine = handle.key_groups, self.key_groups
+        return groups is not None and groups[0] < mine.stop and groups[1] >= mine.start
+
+    def takes_operator_state(self, handle: SubtaskHandle) -> bool:
+        """Union state comes from every old subtask; other operator state from its own old subtask
+        when nothing changed, otherwise from all of them to be dealt."""
+        return handle.operator_state and (not self.unchanged or handle.index == self.index or handle.union)
+
+
+def _running_share(metadata: CheckpointMetadata, entry: OperatorEntry, target: _NewSubtask) -> RestoredState:
     share = RestoredState(checkpoint_id=metadata.checkpoint_id)
-    my_groups = key_group_range(subtask, max_parallelism, parallelism)
     dealt: dict[str, list[Any]] = {}
-    for handle in handles:
-        groups = handle.key_groups
-        overlaps = groups is not None and groups[0] < my_groups.stop and groups[1] >= my_groups.start
-        needed = overlaps or (
-            handle.operator_state and (not unchanged or handle.index == subtask or handle.union)
-        )
-        if not needed:
-            continue
+    # Each old subtask's snapshot file is read at most once: it holds its keyed and its operator state.
+    for handle in sorted(entry.subtasks, key=lambda h: h.index):
+        overlaps = target.overlaps(handle)
         if overlaps and handle.keyed_files:
-            assert groups is not None
-            inside = my_groups.start <= groups[0] and groups[1] < my_groups.stop
-            share.keyed_chains.append(
-                ChainShare(location, list(handle.keyed_files), None if inside else my_groups, max_parallelism)
-            )
-        if handle.path is None:
+            share.keyed_chains.append(_chain_share(metadata.location, handle, target))
+        if handle.path is None or not (overlaps or target.takes_operator_state(handle)):
             continue
-        snapshot = load_snapshot(location, handle.path)
-        for group, data in snapshot.keyed.items():
-            if group in my_groups:
-                share.keyed[group] = data
-        for name, items in snapshot.lists.items():
-            if unchanged:
-                if handle.index == subtask:
-                    share.lists[name] = list(items)
-            else:
-                dealt.setdefault(name, []).extend(items)
-        for name, items in snapshot.unions.items():
-            share.unions.setdefault(name, []).extend(items)
-        for name, entries in snapshot.broadcast.items():
-            if name not in share.broadcast and entries:
-                share.broadcast[name] = dict(entries)
+        snapshot = load_snapshot(metadata.location, handle.path)
+        mine = target.key_groups
+        share.keyed.update((group, data) for group, data in snapshot.keyed.items() if group in mine)
+        _take_operator_state(share, dealt, snapshot, handle, target)
     for name, items in dealt.items():
-        share.lists[name] = items[subtask::parallelism]
+        share.lists[name] = items[target.index :: target.parallelism]
     return share
+
+
+def _chain_share(location: str, handle: SubtaskHandle, target: _NewSubtask) -> ChainShare:
+    """The old subtask's incremental keyed files, filtered to the new key groups unless within them."""
+    groups, mine = handle.key_groups, target.key_groups
+    assert groups is not None
+    inside = mine.start <= groups[0] and groups[1] < mine.stop
+    return ChainShare(location, list(handle.keyed_files), None if inside else mine, target.max_parallelism)
+
+
+def _take_operator_state(
+    share: RestoredState,
+    dealt: dict[str, list[Any]],
+    snapshot: OperatorSnapshot,
+    handle: SubtaskHandle,
+    target: _NewSubtask,
+) -> None:
+    """List state is kept (unchanged) or collected into `dealt`; union state is merged; broadcast state is
+    taken from the first old subtask that has it (every running subtask held the same)."""
+    for name, items in snapshot.lists.items():
+        if not target.unchanged:
+            dealt.setdefault(name, []).extend(items)
+        elif handle.index == target.index:
+            share.lists[name] = list(items)
+    for name, items in snapshot.unions.items():
+        share.unions.setdefault(name, []).extend(items)
+    for name, entries in snapshot.broadcast.items():
+        if name not in share.broadcast and entries:
+            share.broadcast[name] = dict(entries)
