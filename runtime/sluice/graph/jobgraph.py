@@ -8,6 +8,7 @@ edge joins every upstream subtask to every downstream one (hash, rebalance, broa
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -100,52 +101,22 @@ def build_job_graph(
     if not nodes:
         raise GraphError("the pipeline is empty: build(env) must add at least one source and a sink")
     uids = _assign_uids(nodes)
-    consumers: dict[int, list[Transformation]] = {n.id: [] for n in nodes}
-    for node in nodes:
-        for inp in node.inputs:
-            consumers[inp.node.id].append(node)
-    parallelism = {n.id: n.parallelism or default_parallelism for n in nodes}
-    for node in nodes:
-        if parallelism[node.id] > max_parallelism:
-            raise GraphError(
-                f"{node.describe()}: parallelism {parallelism[node.id]} exceeds the max parallelism "
-                f"{max_parallelism}; raise max_parallelism or lower the parallelism"
-            )
-
-    def resolved(node: Transformation, index: int) -> Partitioning:
-        inp = node.inputs[index]
-        same = parallelism[inp.node.id] == parallelism[node.id]
-        if inp.partitioning is None:
-            return Partitioning(PartitionKind.FORWARD if same else PartitionKind.REBALANCE)
-        if inp.partitioning.kind is PartitionKind.FORWARD and not same:
-            raise GraphError(
-                f"{node.describe()}: forward() needs the same parallelism on both sides "
-                f"({parallelism[inp.node.id]} vs {parallelism[node.id]}); use rebalance() instead"
-            )
-        return inp.partitioning
-
+    parallelism = _parallelisms(nodes, default_parallelism, max_parallelism)
+    partitionings = {node.id: _input_partitionings(node, parallelism) for node in nodes}
+    consumers = Counter(inp.node.id for node in nodes for inp in node.inputs)
     vertex_of: dict[int, JobVertex] = {}
     vertices: list[JobVertex] = []
     for node in nodes:
-        chained_to = None
-        if len(node.inputs) == 1:
-            up = node.inputs[0].node
-            if (
-                resolved(node, 0).kind is PartitionKind.FORWARD
-                and len(consumers[up.id]) == 1
-                and up.id in vertex_of
-            ):
-                chained_to = vertex_of[up.id]
         spec = OperatorSpec(uids[node.id], node.name, node.kind, node.stateful, node.factory)
-        if chained_to is not None:
-            chained_to.operators.append(spec)
-            vertex_of[node.id] = chained_to
+        if _chains_to_its_input(node, partitionings[node.id], consumers):
+            vertex_of[node.id] = vertex_of[node.inputs[0].node.id]
+            vertex_of[node.id].operators.append(spec)
             continue
         vertex = JobVertex(len(vertices), [spec], parallelism[node.id], max_parallelism)
         vertices.append(vertex)
         vertex_of[node.id] = vertex
-        for index, inp in enumerate(node.inputs):
-            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, resolved(node, index), index)
+        for index, (inp, partitioning) in enumerate(zip(node.inputs, partitionings[node.id], strict=True)):
+            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index)
             vertex.inputs.append(edge)
             vertices[edge.source].outputs.append(edge)
     for node in nodes:
@@ -154,6 +125,45 @@ def build_job_graph(
                 f"{node.describe()}: its output goes nowhere; end the pipeline with sink_to(...)"
             )
     return JobGraph(name, vertices, max_parallelism)
+
+
+def _parallelisms(nodes: list[Transformation], default: int, max_parallelism: int) -> dict[int, int]:
+    parallelism = {n.id: n.parallelism or default for n in nodes}
+    for node in nodes:
+        if parallelism[node.id] > max_parallelism:
+            raise GraphError(
+                f"{node.describe()}: parallelism {parallelism[node.id]} exceeds the max parallelism "
+                f"{max_parallelism}; raise max_parallelism or lower the parallelism"
+            )
+    return parallelism
+
+
+def _input_partitionings(node: Transformation, parallelism: dict[int, int]) -> list[Partitioning]:
+    """Each input's partitioning; one not chosen is forward at equal parallelism, rebalance otherwise."""
+    resolved = []
+    for inp in node.inputs:
+        same = parallelism[inp.node.id] == parallelism[node.id]
+        if inp.partitioning is None:
+            resolved.append(Partitioning(PartitionKind.FORWARD if same else PartitionKind.REBALANCE))
+        elif inp.partitioning.kind is PartitionKind.FORWARD and not same:
+            raise GraphError(
+                f"{node.describe()}: forward() needs the same parallelism on both sides "
+                f"({parallelism[inp.node.id]} vs {parallelism[node.id]}); use rebalance() instead"
+            )
+        else:
+            resolved.append(inp.partitioning)
+    return resolved
+
+
+def _chains_to_its_input(
+    node: Transformation, partitionings: list[Partitioning], consumers: Counter[int]
+) -> bool:
+    """One forwarded input from a predecessor that feeds nothing else: a plain function call suffices."""
+    return (
+        len(node.inputs) == 1
+        and partitionings[0].kind is PartitionKind.FORWARD
+        and consumers[node.inputs[0].node.id] == 1
+    )
 
 
 def _assign_uids(nodes: list[Transformation]) -> dict[int, str]:
