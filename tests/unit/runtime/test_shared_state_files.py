@@ -18,7 +18,6 @@ from sluice.state.descriptors import ValueStateDescriptor
 from sluice.state.heap import HeapKeyedStateBackend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChangeLog, SnapshotWrite
-from sluice.transport.messages import ToTaskManager
 
 from ._graphs import graph
 
@@ -79,49 +78,81 @@ def shared_files(tmp_path: Path) -> set[str]:
     return {p.name for p in (tmp_path / "chk" / "job" / "shared").iterdir()}
 
 
-def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_path: Path) -> None:
-    sent: list[ToTaskManager] = []
-    subtasks = [Keyed(0), Keyed(1)]
+class Job:
+    """Operator 'count' at parallelism 2 under a checkpoint coordinator that retains one checkpoint."""
 
-    async def checkpoint(coord: CheckpointCoordinator, complete: bool = True) -> CheckpointMetadata | None:
-        pending = coord.trigger()
-        acks = [s.ack(pending.checkpoint_id, pending.location) for s in subtasks]
-        if not complete:
-            coord.fail(pending, "declined by a test")
-            await coord.settle()
-            return None
-        for message in acks:
-            coord.on_ack(message)
-        await coord.settle()
-        for s in subtasks:
+    def __init__(self, tmp_path: Path) -> None:
+        storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+        config = CheckpointConfig(interval_s=None, retained=1)
+        self.coord = CheckpointCoordinator(
+            graph([(["count"], 2)], []), storage, config, lambda m, _: None, dict
+        )
+        self.subtasks = [Keyed(0), Keyed(1)]
+
+    def put(self, keys: range, value: int) -> None:
+        for s in self.subtasks:
+            s.put(keys, value)
+
+    async def checkpoint(self) -> CheckpointMetadata:
+        pending = self.coord.trigger()
+        for message in [s.ack(pending.checkpoint_id, pending.location) for s in self.subtasks]:
+            self.coord.on_ack(message)
+        await self.coord.settle()
+        for s in self.subtasks:
             s.log.confirm(pending.checkpoint_id)
         return read_metadata(pending.location)
 
+    async def declined_checkpoint(self) -> None:
+        """Every subtask writes its files, then the checkpoint fails."""
+        pending = self.coord.trigger()
+        for s in self.subtasks:
+            s.ack(pending.checkpoint_id, pending.location)
+        self.coord.fail(pending, "declined by a test")
+        await self.coord.settle()
+
+
+async def full_then_incremental(job: Job, tmp_path: Path) -> set[str]:
+    """Checkpoint 1 of 1000 keys (full snapshots), then checkpoint 2 after 10 of them changed (deltas);
+    returns the shared files checkpoint 1 wrote."""
+    job.put(range(1000), 1)
+    await job.checkpoint()
+    full_files = shared_files(tmp_path)
+    job.put(range(10), 2)
+    await job.checkpoint()
+    return full_files
+
+
+def test_an_incremental_checkpoint_refers_to_the_full_snapshot_it_adds_to(tmp_path: Path) -> None:
     async def scenario() -> None:
-        storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
-        config = CheckpointConfig(interval_s=None, retained=1)
-        coord = CheckpointCoordinator(
-            graph([(["count"], 2)], []), storage, config, lambda m, _: sent.append(m), dict
-        )
-        for s in subtasks:
-            s.put(range(1000), 1)
-        first = await checkpoint(coord)
-        full_files = shared_files(tmp_path)
+        job = Job(tmp_path)
+        full_files = await full_then_incremental(job, tmp_path)
         assert len(full_files) == 2
-        for s in subtasks:
-            s.put(range(10), 2)
-        second = await checkpoint(coord)
-        assert second is not None
-        handles = second.operators[0].subtasks
-        assert [len(h.keyed_files) for h in handles] == [2, 2]
+        second = read_metadata(job.coord.storage.checkpoint_location(2))
+        assert [len(h.keyed_files) for h in second.operators[0].subtasks] == [2, 2]
         assert full_files < shared_files(tmp_path), "checkpoint 1's files are still referenced by 2"
-        record = coord.history[-1].as_json()
-        assert record["bytesWritten"] < coord.history[0].as_json()["bytesWritten"] / 10
+
+    asyncio.run(scenario())
+
+
+def test_the_record_of_an_incremental_checkpoint_says_what_it_cost(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        job = Job(tmp_path)
+        await full_then_incremental(job, tmp_path)
+        handles = read_metadata(job.coord.storage.checkpoint_location(2)).operators[0].subtasks
+        record = job.coord.history[-1].as_json()
+        assert record["bytesWritten"] < job.coord.history[0].as_json()["bytesWritten"] / 10
         assert record["stateSize"] == sum(f.size for h in handles for f in h.keyed_files)
         assert record["syncMs"] == 1.5 and record["asyncMs"] == 0.0
         assert record["durationMs"] >= 0
-        # Restoring checkpoint 2 at parallelism 3 reads full snapshot + delta.
-        metadata = read_metadata(coord.storage.checkpoint_location(2))
+
+    asyncio.run(scenario())
+
+
+def test_restore_at_another_parallelism_reads_the_full_snapshot_and_the_delta(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        job = Job(tmp_path)
+        await full_then_incremental(job, tmp_path)
+        metadata = read_metadata(job.coord.storage.checkpoint_location(2))
         merged: dict[Any, Any] = {}
         for subtask in range(3):
             share = restored_share(metadata, "count", subtask, 3, 128)
@@ -130,25 +161,39 @@ def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_p
                 assert name == "count" and not removed
                 merged.update(upserts)
         assert merged == dict.fromkeys(range(1000), 1) | dict.fromkeys(range(10), 2)
+
+    asyncio.run(scenario())
+
+
+def test_shared_files_live_as_long_as_a_retained_checkpoint_refers_to_them(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        job = Job(tmp_path)
+        full_files = await full_then_incremental(job, tmp_path)
         # A failed checkpoint's files go at the next retention; so do files no retained one refers to.
-        for s in subtasks:
-            s.put(range(10), 3)
-        await checkpoint(coord, complete=False)
-        assert first is not None and first.checkpoint_id == 1
-        for s in subtasks:
-            s.put(range(2000), 4)  # every key changes: the deltas outgrow the full snapshot
-        third = None
-        for _ in range(3):
-            third = await checkpoint(coord)
-        assert third is not None
-        referenced = {f.name for h in third.operators[0].subtasks for f in h.keyed_files}
+        job.put(range(10), 3)
+        await job.declined_checkpoint()
+        job.put(range(2000), 4)  # every key changes: the deltas outgrow the full snapshot
+        for _ in range(2):
+            await job.checkpoint()
+        last = await job.checkpoint()
+        referenced = {f.name for h in last.operators[0].subtasks for f in h.keyed_files}
         assert shared_files(tmp_path) == referenced
         assert not full_files & referenced, (
             "the first full snapshots went with the last checkpoint using them"
         )
-        assert damage(coord.storage.checkpoint_location(third.checkpoint_id)) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_checkpoint_whose_shared_file_is_missing_is_damaged(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        job = Job(tmp_path)
+        await full_then_incremental(job, tmp_path)
+        location = job.coord.storage.checkpoint_location(2)
+        assert damage(location) is None
+        referenced = [f.name for h in read_metadata(location).operators[0].subtasks for f in h.keyed_files]
         (tmp_path / "chk" / "job" / "shared" / sorted(referenced)[0]).unlink()
-        problem = damage(coord.storage.checkpoint_location(third.checkpoint_id))
+        problem = damage(location)
         assert problem is not None and "is missing" in problem
 
     asyncio.run(scenario())
