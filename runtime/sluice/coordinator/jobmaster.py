@@ -477,4 +477,4 @@ class JobMaster:
         return sum_metrics(self.metrics.values())
 
     def as_json(self) -> dict[str, Any]:
-        return job_view(self)
+        return job_view(self).to_json()

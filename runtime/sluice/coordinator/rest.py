@@ -100,7 +100,7 @@ class RestApi:
 
     async def get_job(self, request: web.Request) -> web.Response:
         self.history.ingest(self.job.metrics)
-        return web.json_response(job_view(self.job, self.history))
+        return web.json_response(job_view(self.job, self.history).to_json())
 
     async def get_checkpoints(self, request: web.Request) -> web.Response:
         return web.json_response(self.job.checkpoints.as_json())

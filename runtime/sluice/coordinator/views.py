@@ -1,19 +1,29 @@
-"""What GET /v1/job shows of a job master (docs/reference/rest-api.md)."""
+"""What GET /v1/job shows of a job master (docs/reference/rest-api.md, docs/reference/openapi.yaml).
+
+`job_view` takes one look at the job master and returns it as a `JobView`: frozen dataclasses the
+Prometheus exporter reads, and whose `to_json` is the document the REST API sends.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sluice._states import CheckpointStatus, SubtaskState
+from sluice._states import CheckpointStatus, JobState, SubtaskState
+from sluice.checkpoint.pending import CheckpointRecord
 from sluice.coordinator.metrics import MetricsHistory, vertex_figures
 
 if TYPE_CHECKING:
     from sluice.coordinator.jobmaster import JobMaster
+    from sluice.graph.jobgraph import JobVertex
 
 _METRICS = ("recordsIn", "recordsOut", "lateRecordsDropped")
 _RECENT_CHECKPOINTS = 10
+
+Figure = int | float | None
+"""A figure as a TaskManager sent it (MetricsReport): a number, or null."""
 
 
 def sum_metrics(samples: Iterable[Mapping[str, object]]) -> dict[str, int]:
@@ -25,96 +35,280 @@ def sum_metrics(samples: Iterable[Mapping[str, object]]) -> dict[str, int]:
     return total
 
 
-def job_view(job: JobMaster, history: MetricsHistory | None = None) -> dict[str, Any]:
-    """The job document; rates and gauges come from `history` (None while there is none)."""
+@dataclass(frozen=True)
+class Counts:
+    """Records in, out and dropped as late: one subtask's as sent, or a sum of integer counts."""
+
+    records_in: Figure = 0
+    records_out: Figure = 0
+    late_records_dropped: Figure = 0
+
+    @staticmethod
+    def of_sample(sample: Mapping[str, Figure]) -> Counts:
+        return Counts(*(sample.get(key, 0) for key in _METRICS))
+
+    @staticmethod
+    def total(samples: Iterable[Mapping[str, Figure]]) -> Counts:
+        return Counts(*sum_metrics(samples).values())
+
+    def to_json(self) -> dict[str, Figure]:
+        return dict(
+            zip(_METRICS, (self.records_in, self.records_out, self.late_records_dropped), strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Per-second figures and gauges (sluice.coordinator.metrics); None where not known yet."""
+
+    records_in_per_second: float | None = None
+    records_out_per_second: float | None = None
+    busy_time_ms_per_second: float | None = None
+    back_pressured_time_ms_per_second: float | None = None
+    idle_time_ms_per_second: float | None = None
+    watermark_lag_ms: float | None = None
+    input_queue_usage: float | None = None
+
+    @staticmethod
+    def of(figures: Mapping[str, float | None]) -> Rates:
+        """From `MetricsHistory.subtask` or `vertex_figures`, which name them as the JSON does."""
+        return Rates(**{field: figures.get(key) for field, key in _RATE_KEYS.items()})
+
+    def to_json(self) -> dict[str, float | None]:
+        return {key: getattr(self, field) for field, key in _RATE_KEYS.items()}
+
+
+_RATE_KEYS = {
+    "records_in_per_second": "recordsInPerSecond",
+    "records_out_per_second": "recordsOutPerSecond",
+    "busy_time_ms_per_second": "busyTimeMsPerSecond",
+    "back_pressured_time_ms_per_second": "backPressuredTimeMsPerSecond",
+    "idle_time_ms_per_second": "idleTimeMsPerSecond",
+    "watermark_lag_ms": "watermarkLagMs",
+    "input_queue_usage": "inputQueueUsage",
+}
+
+
+@dataclass(frozen=True)
+class SubtaskView:
+    index: int
+    state: SubtaskState
+    task_manager: int | None
+    counts: Counts
+    rates: Rates
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "state": self.state,
+            "taskManager": self.task_manager,
+            "metrics": {**self.counts.to_json(), **self.rates.to_json()},
+        }
+
+
+@dataclass(frozen=True)
+class InputView:
+    vertex: int
+    partitioning: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"vertex": self.vertex, "partitioning": self.partitioning}
+
+
+@dataclass(frozen=True)
+class VertexView:
+    id: int
+    name: str
+    uids: tuple[str, ...]
+    parallelism: int
+    inputs: tuple[InputView, ...]
+    subtasks: tuple[SubtaskView, ...]
+    counts: Counts
+    """Summed over the subtasks."""
+    rates: Rates
+    """Record rates summed over the subtasks, the other figures the worst subtask's."""
+
+    @property
+    def finished_subtasks(self) -> int:
+        return sum(t.state == SubtaskState.FINISHED for t in self.subtasks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "uids": list(self.uids),
+            "parallelism": self.parallelism,
+            "inputs": [i.to_json() for i in self.inputs],
+            "subtasks": [t.to_json() for t in self.subtasks],
+            "finishedSubtasks": self.finished_subtasks,
+            "metrics": {**self.counts.to_json(), **self.rates.to_json()},
+        }
+
+
+@dataclass(frozen=True)
+class SubtaskCounts:
+    total: int
+    running: int
+    finished: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"total": self.total, "running": self.running, "finished": self.finished}
+
+
+@dataclass(frozen=True)
+class CheckpointsView:
+    completed: int
+    failed: int
+    last_failure: CheckpointRecord | None
+    recent: tuple[CheckpointRecord, ...]
+    """The last few, newest first."""
+    last_completed: CheckpointRecord | None
+
+    def to_json(self) -> dict[str, Any]:
+        failure = self.last_failure
+        completed = self.last_completed
+        return {
+            "completed": self.completed,
+            "failed": self.failed,
+            "lastFailure": {"id": failure.checkpoint_id, "error": failure.error} if failure else None,
+            # With its duration, failed ones too (their as_json has figures only once completed).
+            "recent": [{**r.as_json(), "durationMs": r.duration_ms} for r in self.recent],
+            # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
+            # stopped), asyncMs, bytesWritten, stateSize (all state it references).
+            "lastCompleted": completed.as_json() if completed else None,
+        }
+
+
+@dataclass(frozen=True)
+class TaskManagerView:
+    index: int
+    host: str
+    data_port: int
+    pid: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "host": self.host, "dataPort": self.data_port, "pid": self.pid}
+
+
+@dataclass(frozen=True)
+class JobView:
+    job_id: str
+    name: str
+    state: JobState
+    start_ms: int
+    end_ms: int | None
+    uptime_ms: int
+    attempt: int
+    restarts: int
+    error: str | None
+    last_savepoint: str | None
+    subtasks: SubtaskCounts
+    checkpoints: CheckpointsView
+    vertices: tuple[VertexView, ...]
+    task_managers: tuple[TaskManagerView, ...]
+    counts: Counts
+    records_read_per_second: float | None
+    """What the sources emit."""
+    records_written_per_second: float | None
+    """What the sinks take."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobId": self.job_id,
+            "name": self.name,
+            "state": self.state,
+            "startTime": self.start_ms,
+            "endTime": self.end_ms,
+            "uptimeMs": self.uptime_ms,
+            "attempt": self.attempt,
+            "restarts": self.restarts,
+            "error": self.error,
+            "lastSavepoint": self.last_savepoint,
+            "subtasks": self.subtasks.to_json(),
+            "checkpoints": self.checkpoints.to_json(),
+            "vertices": [v.to_json() for v in self.vertices],
+            "taskManagers": [tm.to_json() for tm in self.task_managers],
+            "metrics": self.counts.to_json(),
+            "rates": {
+                "recordsReadPerSecond": self.records_read_per_second,
+                "recordsWrittenPerSecond": self.records_written_per_second,
+            },
+        }
+
+
+def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
+    """The job as GET /v1/job shows it; rates and gauges come from `history` (None while there is none)."""
     if history is None:
         history = MetricsHistory()
         history.ingest(job.metrics)
     now_ms = time.time_ns() // 1_000_000
+    vertices = tuple(_vertex_view(job, vertex, history, now_ms) for vertex in job.graph.vertices)
+    read = [v.rates.records_in_per_second for v in vertices if job.graph.vertex(v.id).is_source]
+    written = [v.rates.records_out_per_second for v in vertices if not job.graph.vertex(v.id).outputs]
+    read_rates = [r for r in read if r is not None]
+    written_rates = [r for r in written if r is not None]
     states = list(job.subtasks.values())
-    vertices = []
-    read_rate: list[float] = []
-    written_rate: list[float] = []
-    for vertex in job.graph.vertices:
-        empty = dict.fromkeys(_METRICS, 0)
-        subtasks = []
-        figures = []
-        for s in range(vertex.parallelism):
-            key = f"{vertex.id}:{s}"
-            state = job.subtasks.get((vertex.id, s), SubtaskState.CREATED)
-            sample = job.metrics.get(key, empty)
-            counts = {k: sample.get(k, 0) for k in _METRICS}
-            rates = history.subtask(key, finished=state == SubtaskState.FINISHED, now_ms=now_ms)
-            figures.append(rates)
-            subtasks.append(
-                {
-                    "index": s,
-                    "state": state,
-                    "taskManager": job.placement.get((vertex.id, s)),
-                    "metrics": {**counts, **rates},
-                }
-            )
-        totals = sum_metrics(job.metrics.get(f"{vertex.id}:{s}", empty) for s in range(vertex.parallelism))
-        combined = vertex_figures(figures)
-        if vertex.is_source and combined["recordsInPerSecond"] is not None:
-            read_rate.append(combined["recordsInPerSecond"])
-        if not vertex.outputs and combined["recordsOutPerSecond"] is not None:
-            written_rate.append(combined["recordsOutPerSecond"])
-        vertices.append(
-            {
-                "id": vertex.id,
-                "name": vertex.name,
-                "uids": vertex.uids,
-                "parallelism": vertex.parallelism,
-                "inputs": [
-                    {"vertex": edge.source, "partitioning": edge.partitioning.kind.value}
-                    for edge in vertex.inputs
-                ],
-                "subtasks": subtasks,
-                "finishedSubtasks": sum(t["state"] == SubtaskState.FINISHED for t in subtasks),
-                "metrics": {**totals, **combined},
-            }
-        )
+    end = job.end_ms if job.end_ms is not None else now_ms
+    return JobView(
+        job_id=job.config.job_id,
+        name=job.graph.name,
+        state=job.state,
+        start_ms=job.start_ms,
+        end_ms=job.end_ms,
+        uptime_ms=max(0, end - job.start_ms),
+        attempt=job.attempt,
+        restarts=job.restarts,
+        error=job.error,
+        last_savepoint=job.savepoints.last,
+        subtasks=SubtaskCounts(
+            total=len(states),
+            running=sum(not s.ended for s in states),
+            finished=states.count(SubtaskState.FINISHED),
+        ),
+        checkpoints=_checkpoints_view(job),
+        vertices=vertices,
+        task_managers=tuple(
+            TaskManagerView(link.index, link.host, link.data_port, link.pid)
+            for link in job.taskmanager_links()
+        ),
+        counts=Counts.total(job.metrics.values()),
+        records_read_per_second=sum(read_rates) if read_rates else None,
+        records_written_per_second=sum(written_rates) if written_rates else None,
+    )
+
+
+def _vertex_view(job: JobMaster, vertex: JobVertex, history: MetricsHistory, now_ms: int) -> VertexView:
+    samples = []
+    subtasks = []
+    figures = []
+    for s in range(vertex.parallelism):
+        key = f"{vertex.id}:{s}"
+        state = job.subtasks.get((vertex.id, s), SubtaskState.CREATED)
+        sample = job.metrics.get(key, {})
+        rates = history.subtask(key, finished=state == SubtaskState.FINISHED, now_ms=now_ms)
+        samples.append(sample)
+        figures.append(rates)
+        task_manager = job.placement.get((vertex.id, s))
+        subtasks.append(SubtaskView(s, state, task_manager, Counts.of_sample(sample), Rates.of(rates)))
+    return VertexView(
+        id=vertex.id,
+        name=vertex.name,
+        uids=tuple(vertex.uids),
+        parallelism=vertex.parallelism,
+        inputs=tuple(InputView(edge.source, edge.partitioning.kind.value) for edge in vertex.inputs),
+        subtasks=tuple(subtasks),
+        counts=Counts.total(samples),
+        rates=Rates.of(vertex_figures(figures)),
+    )
+
+
+def _checkpoints_view(job: JobMaster) -> CheckpointsView:
     checkpoints = job.checkpoints
     failures = [r for r in checkpoints.history if r.status == CheckpointStatus.FAILED]
-    recent = list(reversed(checkpoints.history[-_RECENT_CHECKPOINTS:]))
-    end = job.end_ms if job.end_ms is not None else now_ms
-    return {
-        "jobId": job.config.job_id,
-        "name": job.graph.name,
-        "state": job.state,
-        "startTime": job.start_ms,
-        "endTime": job.end_ms,
-        "uptimeMs": max(0, end - job.start_ms),
-        "attempt": job.attempt,
-        "restarts": job.restarts,
-        "error": job.error,
-        "lastSavepoint": job.savepoints.last,
-        "subtasks": {
-            "total": len(states),
-            "running": sum(not s.ended for s in states),
-            "finished": states.count(SubtaskState.FINISHED),
-        },
-        "checkpoints": {
-            "completed": checkpoints.counts["completed"],
-            "failed": checkpoints.counts["failed"],
-            "lastFailure": (
-                {"id": failures[-1].checkpoint_id, "error": failures[-1].error} if failures else None
-            ),
-            # With its duration, failed ones too (their as_json has figures only once completed).
-            "recent": [{**r.as_json(), "durationMs": r.duration_ms} for r in recent],
-            # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
-            # stopped), asyncMs, bytesWritten, stateSize (all state it references).
-            "lastCompleted": checkpoints.latest.as_json() if checkpoints.latest else None,
-        },
-        "vertices": vertices,
-        "taskManagers": [
-            {"index": link.index, "host": link.host, "dataPort": link.data_port, "pid": link.pid}
-            for link in job.taskmanager_links()
-        ],
-        "metrics": sum_metrics(job.metrics.values()),
-        "rates": {
-            "recordsReadPerSecond": sum(read_rate) if read_rate else None,
-            "recordsWrittenPerSecond": sum(written_rate) if written_rate else None,
-        },
-    }
+    return CheckpointsView(
+        completed=checkpoints.counts["completed"],
+        failed=checkpoints.counts["failed"],
+        last_failure=failures[-1] if failures else None,
+        recent=tuple(reversed(checkpoints.history[-_RECENT_CHECKPOINTS:])),
+        last_completed=checkpoints.latest,
+    )
