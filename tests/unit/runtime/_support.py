@@ -1,4 +1,5 @@
-"""Small pieces shared by the runtime unit tests: a recording Output, operator set-up, checkpoint files."""
+"""Small pieces shared by the runtime unit tests: a recording Output, operator set-up, checkpoint files,
+a checkpoint coordinator of a two-subtask source and its acknowledgements."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice._states import CheckpointKind
+from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.checkpoint.snapshot import OperatorSnapshot
@@ -138,3 +140,22 @@ def source_coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointC
     return CheckpointCoordinator(
         graph([(["src"], 2)], []), storage, config, lambda m, _: sent.append(m), dict
     )
+
+
+SOURCE_STATE = b"0123456789"
+"""What each subtask of `source_coordinator`'s source writes as its state file."""
+
+
+def source_ack(checkpoint: int, subtask: int) -> Acknowledgement:
+    """Subtask `subtask` of `source_coordinator`'s source acknowledges `checkpoint` with its state file."""
+    state = AckedOperator("src", finished=False, path=f"src-{subtask}.state", size=len(SOURCE_STATE))
+    return Acknowledgement(checkpoint, 0, subtask, (state,), end_of_data=False)
+
+
+def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
+    """Both subtasks of `source_coordinator`'s source write their state file, as TaskManagers do, and
+    acknowledge `checkpoint`."""
+    location = coord.storage.checkpoint_location(checkpoint)
+    for subtask in (0, 1):
+        write_bytes(location, f"src-{subtask}.state", SOURCE_STATE)
+        coord.on_ack(source_ack(checkpoint, subtask))

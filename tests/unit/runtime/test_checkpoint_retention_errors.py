@@ -17,8 +17,7 @@ import pytest
 from sluice._states import CheckpointStatus
 from sluice.checkpoint.storage import CheckpointStorage
 
-from ._support import source_coordinator
-from .test_checkpoint_ownership import acknowledge_all
+from ._support import acknowledge_all, source_coordinator
 
 
 def test_a_failed_retention_is_a_warning_and_the_next_completion_retries_it(
