@@ -1,0 +1,120 @@
+"""The `sluice` commands that talk to a running job's coordinator: status, cancel, savepoint, stop."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from sluice._states import CheckpointStatus, JobState, StopMode
+from sluice._status import summary
+from sluice._tokens import ENV_VAR, find_token, token_dir
+
+POLL_S = 0.1
+
+
+class ClientError(Exception):
+    """The coordinator cannot be reached, or refused the request; the message says which and why."""
+
+
+class Coordinator:
+    """The REST API of a running job, called with the job's token when there is one."""
+
+    def __init__(self, address: str, token: str | None) -> None:
+        self.address = address.rstrip("/")
+        self._token = token
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Coordinator:
+        token = args.token or os.environ.get(ENV_VAR, "").strip() or None
+        coordinator = cls(args.address, token)
+        if token is None:
+            # The health route is open in every auth mode; its job id names the token file of the user
+            # who started the job (sluice._tokens), so that user needs no --token.
+            with contextlib.suppress(ClientError, KeyError, TypeError):
+                coordinator._token = find_token(str(coordinator.request("GET", "/v1/health")["jobId"]))
+        return coordinator
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.address + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as err:
+            try:
+                message = json.loads(err.read()).get("error", err.reason)
+            except (ValueError, AttributeError):
+                message = err.reason
+            if err.code in (401, 403):
+                message += (
+                    f"; pass --token or set {ENV_VAR}, or run this as the user who started the job "
+                    f"(its token is kept in {token_dir()})"
+                )
+            raise ClientError(f"{method} {path}: {err.code} {message}") from err
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+            raise ClientError(f"cannot reach the coordinator at {self.address}: {err}") from err
+
+
+def client_command(args: argparse.Namespace) -> int:
+    """Runs `status`, `cancel`, `savepoint` or `stop`; the exit code. Raises ClientError."""
+    coordinator = Coordinator.of(args)
+    if args.command == "status":
+        job = coordinator.request("GET", "/v1/job")
+        print(json.dumps(job, indent=2) if args.output == "json" else summary(job))
+        return 0
+    if args.command == "cancel":
+        coordinator.request("POST", "/v1/job/cancel")
+        return 0
+    return _savepoint(coordinator, args)
+
+
+def _savepoint(coordinator: Coordinator, args: argparse.Namespace) -> int:
+    """`savepoint` and `stop`: trigger it, follow it to its end and print its path."""
+    body: dict[str, Any] = {"stop": False}
+    if args.command == "stop":
+        body["stop"] = StopMode.of_drain(args.drain)
+    if args.savepoint_dir:
+        body["targetDirectory"] = args.savepoint_dir
+    trigger = coordinator.request("POST", "/v1/savepoints", body)["triggerId"]
+    entry = _savepoint_outcome(coordinator, trigger)
+    if entry["status"] != CheckpointStatus.COMPLETED:
+        print(f"sluice {args.command}: savepoint failed: {entry['error']}", file=sys.stderr)
+        return 1
+    if args.command == "stop" and not _job_finished(coordinator):
+        return 1
+    print(entry["path"])
+    return 0
+
+
+def _savepoint_outcome(coordinator: Coordinator, trigger: str) -> Any:
+    """GET /v1/savepoints/{trigger} once the savepoint is no longer in progress."""
+    while True:
+        entry = coordinator.request("GET", f"/v1/savepoints/{trigger}")
+        if entry["status"] != CheckpointStatus.IN_PROGRESS:
+            return entry
+        time.sleep(POLL_S)
+
+
+def _job_finished(coordinator: Coordinator) -> bool:
+    """After a stop: waits until the job ended; whether it ended FINISHED (else says how it ended)."""
+    while True:
+        try:
+            state = coordinator.request("GET", "/v1/job")["state"]
+        except ClientError:
+            return True  # the coordinator has exited: the job ended
+        if state in (JobState.FINISHED, JobState.FAILED, JobState.CANCELED):
+            if state != JobState.FINISHED:
+                print(f"sluice stop: the job ended {state}", file=sys.stderr)
+                return False
+            return True
+        time.sleep(POLL_S)
