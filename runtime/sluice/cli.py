@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
-from typing import Any
 
+from sluice._client import ClientError, client_command
 from sluice._durations import parse_duration
 from sluice._sizes import parse_size
-from sluice._states import CheckpointStatus, JobState, RestartKind, StopMode
-from sluice._status import summary
-from sluice._tokens import ENV_VAR, find_token, token_dir
+from sluice._states import RestartKind
+from sluice._tokens import ENV_VAR
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -239,96 +232,10 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(run_command(args, default_checkpoint_dir=f"{tempfile.gettempdir()}/sluice/checkpoints"))
     try:
-        sys.exit(_client(args))
-    except _ClientError as err:
+        sys.exit(client_command(args))
+    except ClientError as err:
         print(f"sluice {args.command}: {err}", file=sys.stderr)
         sys.exit(1)
-
-
-class _ClientError(Exception):
-    pass
-
-
-class _Coordinator:
-    """The REST API of a running job, called with the job's token when there is one."""
-
-    def __init__(self, address: str, token: str | None) -> None:
-        self.address = address.rstrip("/")
-        self._token = token
-
-    @classmethod
-    def of(cls, args: argparse.Namespace) -> _Coordinator:
-        token = args.token or os.environ.get(ENV_VAR, "").strip() or None
-        coordinator = cls(args.address, token)
-        if token is None:
-            # The health route is open in every auth mode; its job id names the token file of the user
-            # who started the job (sluice._tokens), so that user needs no --token.
-            with contextlib.suppress(_ClientError, KeyError, TypeError):
-                coordinator._token = find_token(str(coordinator.request("GET", "/v1/health")["jobId"]))
-        return coordinator
-
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        headers = {"Content-Type": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.address + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as err:
-            try:
-                message = json.loads(err.read()).get("error", err.reason)
-            except (ValueError, AttributeError):
-                message = err.reason
-            if err.code in (401, 403):
-                message += (
-                    f"; pass --token or set {ENV_VAR}, or run this as the user who started the job "
-                    f"(its token is kept in {token_dir()})"
-                )
-            raise _ClientError(f"{method} {path}: {err.code} {message}") from err
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
-            raise _ClientError(f"cannot reach the coordinator at {self.address}: {err}") from err
-
-
-def _client(args: argparse.Namespace) -> int:
-    coordinator = _Coordinator.of(args)
-    request = coordinator.request
-    if args.command == "status":
-        job = request("GET", "/v1/job")
-        print(json.dumps(job, indent=2) if args.output == "json" else summary(job))
-        return 0
-    if args.command == "cancel":
-        request("POST", "/v1/job/cancel")
-        return 0
-    body: dict[str, Any] = {"stop": False}
-    if args.command == "stop":
-        body["stop"] = StopMode.of_drain(args.drain)
-    if args.savepoint_dir:
-        body["targetDirectory"] = args.savepoint_dir
-    trigger = request("POST", "/v1/savepoints", body)["triggerId"]
-    while True:
-        entry = request("GET", f"/v1/savepoints/{trigger}")
-        if entry["status"] != CheckpointStatus.IN_PROGRESS:
-            break
-        time.sleep(0.1)
-    if entry["status"] != CheckpointStatus.COMPLETED:
-        print(f"sluice {args.command}: savepoint failed: {entry['error']}", file=sys.stderr)
-        return 1
-    if args.command == "stop":
-        while True:
-            try:
-                state = request("GET", "/v1/job")["state"]
-            except _ClientError:
-                break  # the coordinator has exited: the job ended
-            if state in (JobState.FINISHED, JobState.FAILED, JobState.CANCELED):
-                if state != JobState.FINISHED:
-                    print(f"sluice stop: the job ended {state}", file=sys.stderr)
-                    return 1
-                break
-            time.sleep(0.1)
-    print(entry["path"])
-    return 0
 
 
 if __name__ == "__main__":
