@@ -43,7 +43,6 @@ from sluice.transport.messages import (
     MetricsReport,
     Register,
     Shutdown,
-    ToTaskManager,
     decode_blob,
     decode_message,
     encode_message,
@@ -53,6 +52,20 @@ from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 0.5
+
+ForTasks = messages.Trigger | messages.Complete | messages.Abort | messages.Stop
+"""The control messages a TaskManager relays to its subtasks."""
+
+
+def _task_event(message: ForTasks) -> Trigger | Complete | Abort | Stop:
+    """A control message as the event a task's mailbox takes."""
+    if isinstance(message, messages.Trigger):
+        return Trigger(message.checkpoint, message.timestamp, message.location, message.savepoint)
+    if isinstance(message, messages.Complete):
+        return Complete(message.checkpoint)
+    if isinstance(message, messages.Abort):
+        return Abort(message.checkpoint)
+    return Stop(message.mode.drains)
 
 
 class TaskManager:
@@ -142,26 +155,20 @@ class TaskManager:
                 with contextlib.suppress(ConnectionError):
                     await self._writer.drain()
 
-    async def _handle(self, message: ToTaskManager) -> None:
+    async def _handle(self, message: messages.Deploy | ForTasks) -> None:
         if isinstance(message, messages.Deploy):
             await self._deploy(message)
-        elif isinstance(message, messages.Trigger):
-            for v, s in message.tasks:
-                task = self.tasks.get((v, s))
-                if task is not None:
-                    task.post(
-                        Trigger(message.checkpoint, message.timestamp, message.location, message.savepoint)
-                    )
-        elif isinstance(message, messages.Complete):
-            for task in self.tasks.values():
-                task.post(Complete(message.checkpoint))
-        elif isinstance(message, messages.Abort):
-            for task in self.tasks.values():
-                task.post(Abort(message.checkpoint))
-        elif isinstance(message, messages.Stop):
-            for task in self.tasks.values():
-                if isinstance(task.chain.head, SourceOperator):
-                    task.post(Stop(message.mode.drains))
+            return
+        for task in self._addressees(message):
+            task.post(_task_event(message))
+
+    def _addressees(self, message: ForTasks) -> list[StreamTask]:
+        """The subtasks here a checkpoint or stop message is for."""
+        if isinstance(message, messages.Trigger):
+            return [task for key in message.tasks if (task := self.tasks.get(key)) is not None]
+        if isinstance(message, messages.Stop):  # sources stop; the end of data flows downstream from them
+            return [task for task in self.tasks.values() if isinstance(task.chain.head, SourceOperator)]
+        return list(self.tasks.values())
 
     async def _deploy(self, message: messages.Deploy) -> None:
         # The graph holds the user's functions, so it is a pickle; it comes from the coordinator, which
