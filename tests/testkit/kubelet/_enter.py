@@ -50,6 +50,44 @@ def _bind(source: str, target: str, read_only: bool) -> None:
         _mount(None, target, _MS_BIND | _MS_REMOUNT | _MS_RDONLY)
 
 
+class HiddenPath(Exception):
+    """A host path the container needs lies under one of its volumes' mount paths."""
+
+
+def hiding_mount(path: str, targets: list[str]) -> str | None:
+    """The deepest of the mount `targets` at or above `path`, else None."""
+    above = [t for t in targets if path == t or path.startswith(t.rstrip("/") + "/")]
+    return max(above, key=len, default=None)
+
+
+def hidden_message(what: str, path: str, target: str) -> str:
+    return (
+        f"{path} (the container's {what}) is hidden by the volume mounted at {target}: the process kubelet "
+        f"runs containers on this host's file system, where a volume mounted at {target} covers "
+        f"everything the host has under it. Move it out from under {target}; for a checkout of the "
+        "project under /tmp (which the operator's pods mount an emptyDir over), clone it elsewhere, "
+        "e.g. under your home directory"
+    )
+
+
+def _needed(spec: dict[str, object]) -> dict[str, str]:
+    """The host paths the container starts from: its working directory and its command's file."""
+    argv = spec["argv"]
+    assert isinstance(argv, list)
+    needed = {"working directory": str(spec["cwd"])}
+    if argv[0].startswith("/"):
+        needed["command"] = argv[0]
+    return needed
+
+
+def _check_visible(present: dict[str, str], targets: list[str]) -> None:
+    """Raises HiddenPath for a path that was there before the volumes were mounted and is gone now."""
+    for what, path in present.items():
+        target = hiding_mount(path, targets)
+        if target is not None and not os.path.exists(path):
+            raise HiddenPath(hidden_message(what, path, target))
+
+
 def main(spec_path: str) -> None:
     with open(spec_path) as handle:
         spec = json.load(handle)
@@ -66,11 +104,13 @@ def main(spec_path: str) -> None:
     # kubelet's state (an emptyDir at /tmp, with the state under /tmp) would hide the sources of the
     # volumes mounted after it. The bind then goes through /proc/self/fd, whatever is mounted since.
     sources = [os.open(mount["source"], os.O_PATH | os.O_CLOEXEC) for mount in mounts]
+    present = {what: path for what, path in _needed(spec).items() if os.path.exists(path)}
     for mount, source in zip(mounts, sources, strict=True):
         _bind(f"/proc/self/fd/{source}", mount["target"], mount["read_only"])
     for source in sources:
         os.close(source)
     socket.sethostname(spec["hostname"])
+    _check_visible(present, [mount["target"] for mount in mounts])
 
     os.chdir(spec["cwd"])
     # Closed by a successful exec: the kubelet takes that as the moment the container started.
@@ -82,6 +122,6 @@ def main(spec_path: str) -> None:
 if __name__ == "__main__":
     try:
         main(sys.argv[1])
-    except OSError as error:
+    except (OSError, HiddenPath) as error:
         print(f"process kubelet: cannot start the container: {error}", file=sys.stderr, flush=True)
         sys.exit(_START_ERROR)
