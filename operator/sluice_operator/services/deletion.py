@@ -28,7 +28,7 @@ from .observe import Deps, job_savepoints
 from .observed import Observed
 from .outcome import Finalized
 from .plan import CreateSavepoint, Event, Plan
-from .record import action_events
+from .record import action_events, record_deleting
 from .savepoints import plan_savepoints
 from .validate import InvalidSpecError, require_storage, streamjob_spec
 
@@ -38,10 +38,11 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     owner = owner_of(job)
     ns = owner.namespace
     events: list[Event] = []
-    if read_status(job).lifecycle_state is not LifecycleState.DELETING:
-        patch = {"lifecycleState": LifecycleState.DELETING.value}
-        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, patch)
-        events.append(Event("Normal", "Deleting", "deleting the job and everything it owns"))
+    status = read_status(job)
+    if status.lifecycle_state is not LifecycleState.DELETING:
+        recorded = record_deleting(dict(job.get("status") or {}), status)
+        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, recorded.patch)
+        events += recorded.events
     try:
         spec = streamjob_spec(job.get("spec"))
         require_storage(spec, config)  # without storage the job never ran: nothing to save

@@ -19,12 +19,14 @@ of an earlier StreamJob of the same name, are left alone.
 from __future__ import annotations
 
 from sluice_operator.kube import Kube
-from sluice_operator.models import RunState, SavepointState
+from sluice_operator.models import RunState, SavepointState, StreamJobStatus
 from sluice_operator.models import constants as c
 
 from .context import JobContext
+from .gather import Gathered
 from .observed import Observed
 from .plan import Event
+from .record import record_runs_deleted
 from .storage import Storage
 
 
@@ -64,24 +66,27 @@ def remember_run(runs: list[str], job_id: str) -> list[str]:
     return [*[r for r in runs if r != job_id], job_id]
 
 
-async def delete_expired_runs(
-    kube: Kube, storage: Storage, ctx: JobContext, obs: Observed, checkpoint_dir: str
-) -> list[Event]:
-    """Delete the directories `expired_runs` names, then drop them from the status.
+async def delete_runs(storage: Storage, checkpoint_dir: str, runs: list[str]) -> list[str]:
+    """Delete the directories of `runs`; the runs whose directory was there (gone already: not listed)."""
+    deleted = []
+    for run in runs:
+        if await storage.dispose(f"{checkpoint_dir.rstrip('/')}/{run}"):
+            deleted.append(run)
+    return deleted
+
+
+async def delete_expired_runs(kube: Kube, found: Gathered, status: StreamJobStatus) -> list[Event]:
+    """Decide which runs expired, delete their directories, then record them gone in `status` (the
+    status as Kubernetes holds it now); the events to post.
 
     Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again.
     """
-    expired = expired_runs(ctx, obs, checkpoint_dir)
+    expired = expired_runs(found.ctx, found.obs, found.checkpoint_dir)
     if not expired:
         return []
-    events = []
-    for run in expired:
-        removed = await storage.dispose(f"{checkpoint_dir.rstrip('/')}/{run}")
-        if removed:
-            events.append(
-                Event("Normal", "CheckpointsDeleted", f"deleted the checkpoints of earlier run {run}")
-            )
-    remaining = [run for run in ctx.status.checkpoint_runs if run not in expired]
-    owner = ctx.owner
-    await kube.patch_status(c.STREAMJOB_PLURAL, owner.namespace, owner.name, {"checkpointRuns": remaining})
-    return events
+    deleted = await delete_runs(found.storage, found.checkpoint_dir, expired)
+    recorded = record_runs_deleted(status, expired, deleted)
+    if recorded.patch:
+        owner = found.ctx.owner
+        await kube.patch_status(c.STREAMJOB_PLURAL, owner.namespace, owner.name, recorded.patch)
+    return recorded.events

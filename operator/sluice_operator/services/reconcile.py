@@ -61,7 +61,7 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     executed = await execute(deps, obs, plan, owner)
     events = [*plan.events, *recorded.events, *action_events(executed)]
     if not any(isinstance(action, StartRun | DeletePods) for action in plan.actions):
-        events += await delete_expired_runs(deps.kube, found.storage, ctx, obs, found.checkpoint_dir)
+        events += await delete_expired_runs(deps.kube, found, recorded.status)
     return Outcome(
         events=events,
         requeue_s=plan.requeue_s,

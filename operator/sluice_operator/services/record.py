@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sluice_operator.models import ConditionType, DegradedReason, SavepointState, StreamJobStatus
+from sluice_operator.models import (
+    ConditionType,
+    DegradedReason,
+    LifecycleState,
+    SavepointState,
+    StreamJobStatus,
+)
 
 from .conditions import set_condition
 from .execute import Executed, Refused
@@ -91,6 +97,26 @@ def record_degraded(
     return StatusRecord(degraded, status_patch(old, degraded), events)
 
 
+def record_deleting(old: dict[str, Any], status: StreamJobStatus) -> StatusRecord:
+    """The job's deletion has started (its finalizer runs): `lifecycleState` Deleting."""
+    deleting = status.model_copy(update={"lifecycle_state": LifecycleState.DELETING})
+    events = [Event("Normal", "Deleting", "deleting the job and everything it owns")]
+    return StatusRecord(deleting, status_patch(old, deleting), events)
+
+
+def record_runs_deleted(status: StreamJobStatus, expired: list[str], deleted: list[str]) -> StatusRecord:
+    """Earlier runs recorded gone from `status.checkpointRuns` once their directories were deleted
+    (`deleted`: the `expired` runs whose directory was still there)."""
+    remaining = [run for run in status.checkpoint_runs if run not in expired]
+    after = status.model_copy(update={"checkpoint_runs": remaining})
+    old = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    events = [
+        Event("Normal", "CheckpointsDeleted", f"deleted the checkpoints of earlier run {run}")
+        for run in deleted
+    ]
+    return StatusRecord(after, status_patch(old, after), events)
+
+
 def action_events(executed: Executed) -> list[Event]:
     """The events of what acting did: Savepoints deleted, and triggers refused for good."""
     events: list[Event] = []
@@ -110,6 +136,8 @@ __all__ = [
     "StatusRecord",
     "action_events",
     "record_degraded",
+    "record_deleting",
+    "record_runs_deleted",
     "record_status",
     "status_delta",
     "status_patch",

@@ -13,6 +13,7 @@ from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
 from sluice_operator.services.context import JobContext
+from sluice_operator.services.gather import Gathered
 from sluice_operator.services.observed import CoordinatorView, Observed
 from sluice_operator.services.old_runs import delete_expired_runs
 from sluice_operator.services.storage import Storage, storage_options
@@ -127,7 +128,8 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
     kube = _RecordingKube()
     storage = Storage(storage_options(root, s3_server.env))
 
-    events = asyncio.run(delete_expired_runs(cast(Kube, kube), storage, ctx, obs, root))
+    found = Gathered(ctx, obs, storage, root)
+    events = asyncio.run(delete_expired_runs(cast(Kube, kube), found, status))
 
     fs.invalidate_cache()
     assert not fs.exists(f"{root}/{old}"), fs.find(f"{root}/{old}")
@@ -138,7 +140,6 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
 
     # Once recorded as gone, nothing is deleted again (a storage outage mid-way would retry the rest).
     after = ctx.status.model_copy(update={"checkpoint_runs": [restored, current]})
-    again = asyncio.run(
-        delete_expired_runs(cast(Kube, kube), storage, dataclasses.replace(ctx, status=after), obs, root)
-    )
+    found = Gathered(dataclasses.replace(ctx, status=after), obs, storage, root)
+    again = asyncio.run(delete_expired_runs(cast(Kube, kube), found, after))
     assert again == [] and len(kube.patches) == 1
