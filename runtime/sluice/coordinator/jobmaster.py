@@ -44,7 +44,7 @@ from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result, write_result
 from sluice.coordinator.savepoints import Savepoints
 from sluice.coordinator.validation import validate_restore
-from sluice.coordinator.views import job_view, sum_metrics
+from sluice.coordinator.views import JobView, job_view, sum_metrics
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
@@ -475,6 +475,10 @@ class JobMaster:
 
     def totals(self) -> dict[str, int]:
         return sum_metrics(self.metrics.values())
+
+    def view(self) -> JobView:
+        """The job as GET /v1/job shows it."""
+        return job_view(self)
 
     def as_json(self) -> dict[str, Any]:
         return job_view(self).to_json()

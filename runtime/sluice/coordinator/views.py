@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sluice._states import CheckpointStatus, JobState, SubtaskState
 from sluice.checkpoint.pending import CheckpointRecord
@@ -35,26 +35,43 @@ def sum_metrics(samples: Iterable[Mapping[str, object]]) -> dict[str, int]:
     return total
 
 
+JsonObject = dict[str, object]
+
+
+def _counts_json(records_in: Figure, records_out: Figure, late: Figure) -> dict[str, Figure]:
+    return dict(zip(_METRICS, (records_in, records_out, late), strict=True))
+
+
 @dataclass(frozen=True)
 class Counts:
-    """Records in, out and dropped as late: one subtask's as sent, or a sum of integer counts."""
+    """Records in, out and dropped as late, summed over subtasks (integer counts only)."""
 
-    records_in: Figure = 0
-    records_out: Figure = 0
-    late_records_dropped: Figure = 0
-
-    @staticmethod
-    def of_sample(sample: Mapping[str, Figure]) -> Counts:
-        return Counts(*(sample.get(key, 0) for key in _METRICS))
+    records_in: int = 0
+    records_out: int = 0
+    late_records_dropped: int = 0
 
     @staticmethod
     def total(samples: Iterable[Mapping[str, Figure]]) -> Counts:
         return Counts(*sum_metrics(samples).values())
 
     def to_json(self) -> dict[str, Figure]:
-        return dict(
-            zip(_METRICS, (self.records_in, self.records_out, self.late_records_dropped), strict=True)
-        )
+        return _counts_json(self.records_in, self.records_out, self.late_records_dropped)
+
+
+@dataclass(frozen=True)
+class SentCounts:
+    """One subtask's records in, out and dropped as late, as its TaskManager sent them (0 if not)."""
+
+    records_in: Figure = 0
+    records_out: Figure = 0
+    late_records_dropped: Figure = 0
+
+    @staticmethod
+    def of_sample(sample: Mapping[str, Figure]) -> SentCounts:
+        return SentCounts(*(sample.get(key, 0) for key in _METRICS))
+
+    def to_json(self) -> dict[str, Figure]:
+        return _counts_json(self.records_in, self.records_out, self.late_records_dropped)
 
 
 @dataclass(frozen=True)
@@ -94,10 +111,10 @@ class SubtaskView:
     index: int
     state: SubtaskState
     task_manager: int | None
-    counts: Counts
+    counts: SentCounts
     rates: Rates
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "index": self.index,
             "state": self.state,
@@ -111,7 +128,7 @@ class InputView:
     vertex: int
     partitioning: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"vertex": self.vertex, "partitioning": self.partitioning}
 
 
@@ -132,7 +149,7 @@ class VertexView:
     def finished_subtasks(self) -> int:
         return sum(t.state == SubtaskState.FINISHED for t in self.subtasks)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.id,
             "name": self.name,
@@ -164,7 +181,7 @@ class CheckpointsView:
     """The last few, newest first."""
     last_completed: CheckpointRecord | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         failure = self.last_failure
         completed = self.last_completed
         return {
@@ -186,7 +203,7 @@ class TaskManagerView:
     data_port: int
     pid: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"index": self.index, "host": self.host, "dataPort": self.data_port, "pid": self.pid}
 
 
@@ -212,7 +229,7 @@ class JobView:
     records_written_per_second: float | None
     """What the sinks take."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "jobId": self.job_id,
             "name": self.name,
@@ -289,7 +306,7 @@ def _vertex_view(job: JobMaster, vertex: JobVertex, history: MetricsHistory, now
         samples.append(sample)
         figures.append(rates)
         task_manager = job.placement.get((vertex.id, s))
-        subtasks.append(SubtaskView(s, state, task_manager, Counts.of_sample(sample), Rates.of(rates)))
+        subtasks.append(SubtaskView(s, state, task_manager, SentCounts.of_sample(sample), Rates.of(rates)))
     return VertexView(
         id=vertex.id,
         name=vertex.name,
