@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from sluice.connectors.kafka import KafkaRecord, KafkaSource, KafkaSplit
 from sluice.connectors.kafka._common import (
@@ -198,3 +198,67 @@ def test_a_consumer_keeps_fetching_while_it_reads_a_backlog_unless_told_otherwis
     assert (
         consumer_config("b:9092", "g", {"fetch.queue.backoff.ms": "500"})["fetch.queue.backoff.ms"] == "500"
     )
+
+
+class _ErrorEvent:
+    """What librdkafka puts among records for a broker or partition error."""
+
+    def __init__(self, error: KafkaError) -> None:
+        self._error = error
+
+    def error(self) -> KafkaError:
+        return self._error
+
+
+class _Batches:
+    """Hands out the given batches, one per consume call, as they are."""
+
+    def __init__(self, batches: list[list[Any]]) -> None:
+        self.batches = batches
+
+    def consume(self, n: int, timeout: float) -> list[Any]:
+        return self.batches.pop(0) if self.batches else []
+
+    def position(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, 0) for tp in tps]
+
+
+def _batch_reader(split: KafkaSplit, batches: list[list[Any]], topics: list[str]) -> _KafkaReader:
+    source = KafkaSource("127.0.0.1:1", topics, value_format="str", discovery_interval_ms=10**9)
+    reader = _KafkaReader(source, split)
+    reader._consumer = _Batches(batches)  # type: ignore[assignment]
+    reader._next_discovery = float("inf")
+    return reader
+
+
+def test_a_batch_is_cut_at_each_partitions_end_wherever_the_end_falls_in_it() -> None:
+    split = KafkaSplit(0, 1, (("t", 0, 0), ("t", 1, 0)), (("t", 0, 2), ("t", 1, 9)))
+    batch = [_Message("t", 0, o, b"a%d" % o) for o in range(4)] + [_Message("t", 1, 0, b"b0")]
+    reader = _batch_reader(split, [batch], ["t"])
+    assert reader.read(10) == ["a0", "a1", "b0"]  # offsets 2 and 3 of partition 0 are past its end
+    assert reader.next == {("t", 0): 2, ("t", 1): 1}
+
+
+def test_a_retriable_error_event_in_a_batch_is_skipped_and_the_records_around_it_are_kept() -> None:
+    split = KafkaSplit(0, 1, (("t", 0, 5),))
+    error = _ErrorEvent(KafkaError(KafkaError._TRANSPORT, "broker went away", retriable=True))
+    batch = [_Message("t", 0, 5, b"x"), error, _Message("t", 0, 6, b"y")]
+    reader = _batch_reader(split, [batch], ["t"])
+    assert reader.read(10) == ["x", "y"]
+    assert reader.next == {("t", 0): 7}
+
+
+def test_a_fatal_error_event_in_a_batch_fails_the_read() -> None:
+    split = KafkaSplit(0, 1, (("t", 0, 0),))
+    error = _ErrorEvent(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "not allowed"))
+    reader = _batch_reader(split, [[_Message("t", 0, 0, b"x"), error]], ["t"])
+    with pytest.raises(KafkaException, match="not allowed"):
+        reader.read(10)
+
+
+def test_positions_of_the_same_partition_number_in_two_topics_are_kept_apart() -> None:
+    split = KafkaSplit(0, 1, (("a", 0, 0), ("b", 0, 10)))
+    batch = [_Message("a", 0, 0, b"a0"), _Message("b", 0, 10, b"b10"), _Message("a", 0, 1, b"a1")]
+    reader = _batch_reader(split, [batch], ["a", "b"])
+    assert reader.read(10) == ["a0", "b10", "a1"]
+    assert reader.next == {("a", 0): 2, ("b", 0): 11}

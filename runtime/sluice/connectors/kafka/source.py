@@ -177,29 +177,64 @@ class _KafkaReader(SplitReader[KafkaSplit]):
                 self.next[tp] = -1
 
     def read(self, max_records: int) -> list[Any] | None:
-        from confluent_kafka import KafkaError, KafkaException
-
         consumer = self._open()
         if self.ends is None and time.monotonic() >= self._next_discovery:
             self._discover(consumer)
         if self.ends is not None and self._bounded_done(consumer):
             return None
+        messages = consumer.consume(max_records, 0)
+        if not self._take_whole(messages):
+            messages = self._take_checked(messages)
+        return self._values(messages)
+
+    def _take_whole(self, messages: list[Message]) -> bool:
+        """The common batch, checked per partition instead of per record: if it holds no error event and
+        no record at or past its partition's end, records the next offsets and says so.
+
+        A batch holds each partition's records in offset order, so its last record of a partition is
+        the one to check against the end and to take the next offset from.
+        """
+        last: dict[Any, Message] = {}
+        if len(self.source.topics) == 1:
+            for message in messages:
+                if message.error() is not None:
+                    return False
+                last[message.partition()] = message
+        else:
+            for message in messages:
+                if message.error() is not None:
+                    return False
+                last[(message.topic(), message.partition())] = message
+        ends, next_offsets = self.ends, {}
+        for message in last.values():
+            # Only error events lack these; records always have them.
+            tp = (cast(str, message.topic()), cast(int, message.partition()))
+            offset = cast(int, message.offset())
+            if ends is not None and offset >= ends[tp]:
+                return False
+            next_offsets[tp] = offset + 1
+        self.next.update(next_offsets)
+        return True
+
+    def _take_checked(self, messages: list[Message]) -> list[Message]:
+        """Record by record: skips what is past a partition's end, raises on a fatal error event."""
+        from confluent_kafka import KafkaError, KafkaException
+
         taken: list[Message] = []
         ends, next_offsets = self.ends, self.next
-        for message in consumer.consume(max_records, 0):
+        for message in messages:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF or error.retriable():
                     continue
                 raise KafkaException(error)
-            # Only error events lack these; records always have them.
             tp = (cast(str, message.topic()), cast(int, message.partition()))
             offset = cast(int, message.offset())
             if ends is not None and offset >= ends[tp]:
                 continue
             next_offsets[tp] = offset + 1
             taken.append(message)
-        return self._values(taken)
+        return taken
 
     def _values(self, messages: list[Message]) -> list[Any]:
         # Decoded a batch at a time: JSON is most of a Kafka job's cost (see _json.py).
