@@ -106,7 +106,7 @@ def stop_latency(work: Path, mode: str) -> float:
 def synthetic_graph(subtasks: int) -> JobGraph:
     """Ten vertices in a chain of alternating POINTWISE and ALL_TO_ALL edges, `subtasks` in all."""
     parallelism = max(1, subtasks // 10)
-    spec = OperatorSpec("op", "op", "map", False, lambda uid: None)  # type: ignore[arg-type,return-value]
+    spec = OperatorSpec("op", "op", "map", False, lambda uid: None)
     vertices = [JobVertex(v, [spec], parallelism, max(128, parallelism)) for v in range(10)]
     for v in range(1, 10):
         kind = PartitionKind.FORWARD if v % 2 else PartitionKind.HASH

@@ -86,7 +86,7 @@ class OperatorChain:
     ) -> None:
         self.vertex = vertex
         self.writers = writers
-        self.operators: list[StreamOperator] = [spec.create() for spec in vertex.operators]
+        self.operators: list[StreamOperator] = [spec.create(StreamOperator) for spec in vertex.operators]
         finished = [isinstance(restore.get(op.uid), FullyFinished) for op in self.operators]
         self.finished_on_restore = all(finished)
         output: Any = _TaskOutput(writers, metrics)

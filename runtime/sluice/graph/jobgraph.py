@@ -9,13 +9,14 @@ edge joins every upstream subtask to every downstream one (hash, rebalance, broa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import cloudpickle
 
-from sluice.engine.operators.base import StreamOperator
-from sluice.graph.transformations import Partitioning, PartitionKind, Transformation
+from sluice.graph.transformations import OperatorFactory, Partitioning, PartitionKind, Transformation
+
+OperatorT = TypeVar("OperatorT")
 
 POINTWISE = "POINTWISE"
 ALL_TO_ALL = "ALL_TO_ALL"
@@ -31,13 +32,20 @@ class OperatorSpec:
     name: str
     kind: str
     stateful: bool
-    factory: Callable[[str], StreamOperator]
+    factory: OperatorFactory
 
-    def create(self) -> StreamOperator:
+    def create(self, kind: type[OperatorT]) -> OperatorT:
+        """A fresh operator for one subtask; `kind` is the operator type the caller runs."""
         # Every subtask gets its own copy of the user's functions and connectors, as if each had been
         # shipped on its own: subtasks in one process must not share a sink's connection, say.
-        factory: Callable[[str], StreamOperator] = cloudpickle.loads(cloudpickle.dumps(self.factory))
-        return factory(self.uid)
+        factory: OperatorFactory = cloudpickle.loads(cloudpickle.dumps(self.factory))
+        operator = factory(self.uid)
+        if not isinstance(operator, kind):
+            raise TypeError(
+                f"the factory of operator {self.uid!r} built a {type(operator).__name__}, "
+                f"not a {kind.__name__}"
+            )
+        return operator
 
 
 @dataclass

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.engine.operators.base import StreamOperator
+OperatorFactory = Callable[[str], object]
+"""Builds one subtask's operator, given the operator's resolved uid. The graph does not know the operator
+type: the engine does, and names it when it creates one (`OperatorSpec.create`)."""
 
 
 class PartitionKind(enum.Enum):
@@ -34,8 +36,7 @@ class Transformation:
     """What the node does: source, map, filter, flat_map, process, timestamps, reduce, window, sink."""
     name: str
     uid: str | None
-    factory: Callable[[str], StreamOperator]
-    """Builds a fresh operator for one subtask; gets the resolved uid."""
+    factory: OperatorFactory
     inputs: list[Input] = field(default_factory=list)
     parallelism: int | None = None
     stateful: bool = False

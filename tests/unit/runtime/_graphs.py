@@ -11,7 +11,7 @@ def _no_operator(uid: str) -> object:
 
 
 def spec(uid: str) -> OperatorSpec:
-    return OperatorSpec(uid=uid, name=uid, kind="map", stateful=True, factory=_no_operator)  # type: ignore[arg-type]
+    return OperatorSpec(uid=uid, name=uid, kind="map", stateful=True, factory=_no_operator)
 
 
 def graph(
