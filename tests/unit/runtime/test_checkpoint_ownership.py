@@ -14,7 +14,6 @@ import pytest
 
 from sluice._states import CheckpointKind
 from sluice.checkpoint import coordinator as coordinator_module
-from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import (
@@ -27,22 +26,7 @@ from sluice.checkpoint.storage import (
 )
 from sluice.transport.messages import Complete, ToTaskManager
 
-from ._support import source_coordinator
-
-STATE = b"0123456789"
-
-
-def ack(checkpoint: int, subtask: int) -> Acknowledgement:
-    state = AckedOperator("src", finished=False, path=f"src-{subtask}.state", size=len(STATE))
-    return Acknowledgement(checkpoint, 0, subtask, (state,), end_of_data=False)
-
-
-def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
-    """Both subtasks write their state file, as TaskManagers do, and acknowledge."""
-    location = coord.storage.checkpoint_location(checkpoint)
-    for subtask in (0, 1):
-        write_bytes(location, f"src-{subtask}.state", STATE)
-        coord.on_ack(ack(checkpoint, subtask))
+from ._support import SOURCE_STATE, acknowledge_all, source_ack, source_coordinator
 
 
 def attempt_ends_while_metadata_is_written(
@@ -70,8 +54,8 @@ def attempt_ends_while_metadata_is_written(
         target = f"file://{tmp_path / 'sp'}" if kind == "savepoint" else None
         pending = coord.trigger(CheckpointKind(kind), target)
         for subtask in (0, 1):
-            write_bytes(pending.location, f"src-{subtask}.state", STATE)
-            coord.on_ack(ack(1, subtask))
+            write_bytes(pending.location, f"src-{subtask}.state", SOURCE_STATE)
+            coord.on_ack(source_ack(1, subtask))
         await asyncio.to_thread(writing.wait, 10)
         coord.abort_all("the job attempt ended")
         await asyncio.to_thread(discarded.wait, 0.5)
@@ -111,8 +95,8 @@ def test_a_checkpoint_failing_before_all_acks_is_discarded_and_settled(tmp_path:
     async def scenario() -> CheckpointCoordinator:
         coord = source_coordinator(tmp_path, sent)
         coord.trigger()
-        write_bytes(coord.storage.checkpoint_location(1), "src-0.state", STATE)
-        coord.on_ack(ack(1, 0))
+        write_bytes(coord.storage.checkpoint_location(1), "src-0.state", SOURCE_STATE)
+        coord.on_ack(source_ack(1, 0))
         coord.abort_all("the job attempt ended")
         await coord.settle()
         return coord
@@ -126,7 +110,7 @@ def test_discard_removes_metadata_before_the_state_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     location = f"file://{tmp_path / 'chk-1'}"
-    write_bytes(location, "src-0.state", STATE)
+    write_bytes(location, "src-0.state", SOURCE_STATE)
     write_metadata(location, CheckpointMetadata(1, "job", CheckpointKind.CHECKPOINT, 0, None, ()))
 
     def interrupted(path: str, *args: Any, **kwargs: Any) -> None:
@@ -158,7 +142,7 @@ def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_miss
     newest = tmp_path / "chk" / "job" / "chk-2"
     assert storage.latest_completed() == storage.checkpoint_location(2)
 
-    (newest / "src-1.state").write_bytes(STATE[:4])
+    (newest / "src-1.state").write_bytes(SOURCE_STATE[:4])
     with caplog.at_level(logging.WARNING):
         assert storage.latest_completed() == storage.checkpoint_location(1)
     assert "src-1.state of operator 'src' has 4 bytes, 10 were written" in caplog.text
