@@ -17,6 +17,7 @@ from pathlib import Path
 
 from testkit._kube_process import ManagedProcess
 
+from ._host_paths import refuse_hidden_paths
 from ._images import ENTRYPOINT_SCRIPT, SHELL_IMAGE, ImageSpec, default_images, images_to_json
 
 __all__ = ["ENTRYPOINT_SCRIPT", "SHELL_IMAGE", "ImageSpec", "ProcessKubelet", "default_images"]
@@ -42,12 +43,14 @@ class ProcessKubelet:
         backoff: tuple[float, float] = (1.0, 10.0),
         timeout: float = 60.0,
     ) -> ProcessKubelet:
+        images = images if images is not None else default_images()
+        refuse_hidden_paths(images)  # in the test session, before the kubelet process starts
         state_dir.mkdir(parents=True, exist_ok=True)
         node_name = node_name or f"process-node-{uuid.uuid4().hex[:6]}"
         # A random second octet keeps pods of concurrent test sessions on one machine apart.
         pod_cidr = f"127.{random.randint(16, 250)}.0.0/16"
         images_file = state_dir / "images.json"
-        images_file.write_text(images_to_json(images if images is not None else default_images()))
+        images_file.write_text(images_to_json(images))
         ready_file = state_dir / "ready"
         ready_file.unlink(missing_ok=True)
         env = dict(os.environ)

@@ -7,9 +7,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from pathlib import Path
 
 from ._api import KubeApi
+from ._host_paths import HiddenHostPath, refuse_hidden_paths
 from ._images import default_images, images_from_json
 from ._kubelet import Kubelet
 
@@ -35,6 +37,7 @@ def _parse() -> argparse.Namespace:
 async def _main(args: argparse.Namespace) -> None:
     log = logging.getLogger("process-kubelet")
     images = images_from_json(args.images.read_text()) if args.images else default_images()
+    refuse_hidden_paths(images)  # before any pod: each would fail to start with a bare ENOENT
     labels = dict(label.split("=", 1) for label in args.node_label)
     api = await KubeApi.from_kubeconfig(args.kubeconfig)
     kubelet = Kubelet(
@@ -69,8 +72,11 @@ async def _main(args: argparse.Namespace) -> None:
 def main() -> None:
     args = _parse()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_main(args))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_main(args))
+    except HiddenHostPath as problem:
+        sys.exit(f"process kubelet: {problem}")
 
 
 if __name__ == "__main__":
