@@ -238,22 +238,20 @@ async def _progress(job: JobMaster, started: float) -> None:
     last: tuple[float, int] | None = None
     while True:
         await asyncio.sleep(2)
-        view = job.as_json()
+        view = job.view()
         # Records read are what the sources emitted; records written are what the sinks took in.
-        read = sum(v["metrics"]["recordsIn"] for v in view["vertices"] if job.graph.vertex(v["id"]).is_source)
-        written = sum(
-            v["metrics"]["recordsOut"] for v in view["vertices"] if not job.graph.vertex(v["id"]).outputs
-        )
+        read = sum(v.counts.records_in for v in view.vertices if job.graph.vertex(v.id).is_source)
+        written = sum(v.counts.records_out for v in view.vertices if not job.graph.vertex(v.id).outputs)
         now = time.monotonic()
         # Over the last two seconds; a restart starts the counts again, which shows as no rate.
         per_s = (read - last[1]) / (now - last[0]) if last is not None and read >= last[1] else None
         last = (now, read)
-        checkpoints, subtasks = view["checkpoints"], view["subtasks"]
-        latest = checkpoints.get("lastCompleted")
-        took = f", last took {duration(latest.get('durationMs'))}" if latest else ""
+        checkpoints, subtasks = view.checkpoints, view.subtasks
+        latest = checkpoints.last_completed
+        took = f", last took {duration(latest.duration_ms)}" if latest else ""
         _say(
             f"{now - started:6.1f}s {job.state:<10} "
             f"records read {read:,} ({rate(per_s)}), written {written:,} | "
-            f"checkpoints {checkpoints['completed']} completed{took}, {checkpoints['failed']} failed | "
-            f"subtasks {subtasks['finished']}/{subtasks['total']} finished"
+            f"checkpoints {checkpoints.completed} completed{took}, {checkpoints.failed} failed | "
+            f"subtasks {subtasks.finished}/{subtasks.total} finished"
         )

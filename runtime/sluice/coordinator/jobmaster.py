@@ -479,6 +479,3 @@ class JobMaster:
     def view(self) -> JobView:
         """The job as GET /v1/job shows it."""
         return job_view(self)
-
-    def as_json(self) -> dict[str, Any]:
-        return job_view(self).to_json()
