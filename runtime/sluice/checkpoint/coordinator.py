@@ -112,7 +112,9 @@ class CheckpointCoordinator:
             raise CheckpointDeclined(reason)
         self.pending[cid] = pending
         savepoint = kind == CheckpointKind.SAVEPOINT
-        self.send(Trigger(cid, now_ms, location, savepoint, tuple(plan.to_trigger)), plan.to_trigger)
+        completed = self.latest.checkpoint_id if self.latest is not None else 0
+        trigger = Trigger(cid, now_ms, location, savepoint, tuple(plan.to_trigger), completed)
+        self.send(trigger, plan.to_trigger)
         return pending
 
     def on_ack(self, ack: Acknowledgement) -> None:

@@ -138,7 +138,7 @@ class OperatorChain:
                 op.finish()
             self.operators_finished = True
 
-    def snapshot(self, checkpoint_id: int, savepoint: bool = False) -> list[OperatorAck]:
+    def snapshot(self, checkpoint_id: int, savepoint: bool = False, completed: int = 0) -> list[OperatorAck]:
         """The synchronous part of a checkpoint: operator state is pickled now (a copy), a keyed state
         backend's tables are frozen (copy-on-write) for `OperatorAck.keyed` to write afterwards."""
         acks = []
@@ -146,7 +146,7 @@ class OperatorChain:
             snap: OperatorSnapshot | None = op.snapshot_state(checkpoint_id)
             write = None
             if snap is not None and snap.deferred is not None:
-                write = snap.deferred.plan(checkpoint_id, savepoint)
+                write = snap.deferred.plan(checkpoint_id, savepoint, completed)
                 snap.deferred = None
             data = pickle.dumps(snap, protocol=5) if snap is not None and not snap.is_empty() else None
             keyed = snap is not None and (bool(snap.keyed) or write is not None)

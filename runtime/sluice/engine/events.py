@@ -46,6 +46,8 @@ class CheckpointBarrier:
     location: str
     """Where every subtask writes its state for this checkpoint (a URI)."""
     is_savepoint: bool = False
+    completed: int = 0
+    """The newest checkpoint completed when this one was triggered (0: none)."""
 
 
 @dataclass(frozen=True, slots=True)

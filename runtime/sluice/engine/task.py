@@ -53,6 +53,7 @@ class Trigger:
     timestamp: int
     location: str
     is_savepoint: bool
+    completed: int = 0
 
 
 @dataclass
@@ -358,7 +359,11 @@ class StreamTask:
 
     async def _on_trigger(self, trigger: Trigger) -> None:
         barrier = CheckpointBarrier(
-            trigger.checkpoint_id, trigger.timestamp, trigger.location, trigger.is_savepoint
+            trigger.checkpoint_id,
+            trigger.timestamp,
+            trigger.location,
+            trigger.is_savepoint,
+            trigger.completed,
         )
         if self._source is not None:
             await self._checkpoint(barrier)
@@ -379,7 +384,7 @@ class StreamTask:
         self.chain.broadcast(barrier)
         # What blocks record processing: from here to the end of the chain's synchronous snapshot.
         started = time.perf_counter()
-        acks = self.chain.snapshot(cid, barrier.is_savepoint)
+        acks = self.chain.snapshot(cid, barrier.is_savepoint, barrier.completed)
         sync_ms = (time.perf_counter() - started) * 1000
         if self.end_of_data and self._final_checkpoint is None:
             self._final_checkpoint = cid

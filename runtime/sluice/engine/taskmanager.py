@@ -60,7 +60,9 @@ ForTasks = messages.Trigger | messages.Complete | messages.Abort | messages.Stop
 def _task_event(message: ForTasks) -> Trigger | Complete | Abort | Stop:
     """A control message as the event a task's mailbox takes."""
     if isinstance(message, messages.Trigger):
-        return Trigger(message.checkpoint, message.timestamp, message.location, message.savepoint)
+        return Trigger(
+            message.checkpoint, message.timestamp, message.location, message.savepoint, message.completed
+        )
     if isinstance(message, messages.Complete):
         return Complete(message.checkpoint)
     if isinstance(message, messages.Abort):

@@ -309,5 +309,10 @@ class DeferredKeyed:
     log: ChangeLog
     snapshot: BackendSnapshot
 
-    def plan(self, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
+    def plan(self, checkpoint_id: int, savepoint: bool, completed: int = 0) -> SnapshotWrite:
+        """`completed`: the newest checkpoint the coordinator had completed when it triggered this one.
+        Its chain is confirmed first, even if the notice of its completion has not come yet: the
+        coordinator keeps that chain until a newer checkpoint completes, not the older ones."""
+        if completed:
+            self.log.confirm(completed)
         return self.log.plan(self.snapshot, checkpoint_id, savepoint)

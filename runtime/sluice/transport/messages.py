@@ -122,6 +122,10 @@ class Trigger:
     savepoint: bool
     tasks: tuple[SubtaskKey, ...]
     """The subtasks that start the checkpoint (sources, and tasks whose inputs all finished)."""
+    completed: int = 0
+    """The newest checkpoint completed when this one was triggered (0: none). Its barrier carries it,
+    so that a subtask whose notice of that completion is still on its way bases an incremental snapshot
+    on it, not on an older chain the coordinator may have deleted since."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,6 +135,7 @@ class Trigger:
             "location": self.location,
             "savepoint": self.savepoint,
             "tasks": [list(t) for t in self.tasks],
+            "completed": self.completed,
         }
 
     @staticmethod
@@ -141,6 +146,7 @@ class Trigger:
             fields.text("location"),
             fields.flag("savepoint"),
             _subtasks(fields, "tasks"),
+            fields.integer("completed", minimum=0),
         )
 
 

@@ -236,7 +236,7 @@ def test_control_messages_round_trip_and_bytes_travel_as_base64() -> None:
 @pytest.mark.parametrize(
     "message",
     [
-        Trigger(3, 17, "file:///chk/job/chk-3", False, ((0, 0), (0, 1))),
+        Trigger(3, 17, "file:///chk/job/chk-3", False, ((0, 0), (0, 1)), completed=2),
         Complete(3),
         Abort(4),
         Stop(StopMode.TERMINATE),

@@ -59,12 +59,14 @@ class Checkpoints:
     def location(self, cid: int) -> str:
         return (self.root / "job" / f"chk-{cid}").as_uri()
 
-    def take(self, cid: int, complete: bool = True) -> KeyedWrite | None:
+    def take(self, cid: int, complete: bool = True, completed_before: int = 0) -> KeyedWrite | None:
+        """Checkpoint `cid`, triggered when `completed_before` was the newest completed one; `complete`:
+        it completes and the operator hears of it at once."""
         snap = self.op.snapshot_state(cid)
         if snap is None:
             return None
         assert isinstance(snap.deferred, DeferredKeyed) and not snap.keyed, "windows go to keyed files only"
-        write = snap.deferred.plan(cid, savepoint=False)
+        write = snap.deferred.plan(cid, False, completed_before)
         result = write.write(self.location(cid), "win-0")
         write.written(result)
         write.release()
@@ -162,11 +164,10 @@ def test_a_fired_window_is_removed_even_if_the_checkpoint_that_recorded_it_did_n
     op.process_watermark(999)
     assert out.timestamped == [(("a", 1), 999)]
     cps.take(2, complete=False)  # wrote the removal, but never completed
-    assert cps.take(3) is None  # nothing open, nothing fired since: no files
     op.process_batch([("b", 7)], [1200])
-    cps.take(4)
-    assert [f.full for f in cps.chains[4]] == [True, False], "a delta on checkpoint 1's full snapshot"
-    assert results_after_restore(cps.restored(4)) == [(("b", 7), 1999)]
+    cps.take(3)  # the window is no table of this snapshot: only checkpoint 2's changes name it
+    assert [f.full for f in cps.chains[3]] == [True, False], "a delta on checkpoint 1's full snapshot"
+    assert results_after_restore(cps.restored(3)) == [(("b", 7), 1999)]
 
 
 def test_restore_of_a_chain_at_another_parallelism_keeps_each_subtasks_keys(tmp_path: Path) -> None:
@@ -192,3 +193,47 @@ def test_restore_of_a_chain_at_another_parallelism_keeps_each_subtasks_keys(tmp_
 def test_a_table_that_is_not_a_window_is_refused_on_restore(name: str) -> None:
     with pytest.raises(ValueError, match="window"):
         window_end(name)
+
+
+def test_a_snapshot_triggered_after_a_completion_it_has_not_heard_of_yet_extends_that_chain(
+    tmp_path: Path,
+) -> None:
+    """The notice of a completion reaches a subtask on its own connection, and may come after the next
+    checkpoint's barrier. Once checkpoint 3 completed, the coordinator keeps its files and deletes the
+    others (one retained checkpoint): checkpoint 4 must not be a delta on the chain of checkpoint 2."""
+    op = summing()
+    start(op)
+    cps = Checkpoints(tmp_path, op)
+    op.process_batch([("a", 1)], [10])
+    cps.take(1)
+    op.process_batch([(f"k{i}", 1) for i in range(200)], [1500] * 200)  # a delta larger than the full
+    cps.take(2)
+    op.process_batch([("a", 1)], [20])
+    cps.take(3, complete=False, completed_before=2)  # completes; its notice is on the way
+    assert [f.full for f in cps.chains[3]] == [True], "deltas outgrew the full snapshot"
+    op.process_batch([("b", 1)], [30])
+    cps.take(4, complete=False, completed_before=3)
+    assert cps.chains[4][:-1] == cps.chains[3]
+    shared = Path(tmp_path / "job" / "shared")
+    for file in shared.iterdir():  # what the coordinator collects once checkpoint 3 completed
+        if file.name not in {f.name for f in cps.chains[3]} and "-4-" not in file.name:
+            file.unlink()
+    assert results_after_restore(cps.restored(4)) == sorted(
+        [(("a", 2), 999), (("b", 1), 999)] + [((f"k{i}", 1), 1999) for i in range(200)]
+    )
+
+
+def test_after_a_checkpoint_without_windows_the_next_one_is_full(tmp_path: Path) -> None:
+    """A checkpoint with nothing open writes no files: its chain ends, and the coordinator may delete
+    the files of earlier checkpoints once it completes."""
+    op = summing()
+    start(op)
+    cps = Checkpoints(tmp_path, op)
+    op.process_batch([("a", 1)], [10])
+    cps.take(1)
+    op.process_watermark(999)
+    cps.take(2)  # the removal of the fired window
+    assert cps.take(3) is None
+    op.process_batch([("b", 1)], [1500])
+    cps.take(4, completed_before=3)
+    assert [f.full for f in cps.chains[4]] == [True]

@@ -146,8 +146,10 @@ class WindowOperator(StreamOperator):
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         if not self.accumulators.has_state():
-            # Nothing open and nothing fired since the last snapshot: no files. A later delta still
-            # removes what the chain holds (see `sluice.state.snapshots`).
+            # Nothing open and nothing fired since the last snapshot: no files, and the chain written so
+            # far ends here. Once this checkpoint completes the coordinator may delete its files, so the
+            # next snapshot is a full one, not a delta on them.
+            self._changes = ChangeLog()
             return None
         return OperatorSnapshot(deferred=DeferredKeyed(self._changes, self.accumulators.begin_snapshot()))
 
