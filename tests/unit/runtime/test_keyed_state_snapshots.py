@@ -19,6 +19,7 @@ from sluice.state.snapshots import (
     MAX_DELTAS,
     ChainShare,
     ChangeLog,
+    DeferredKeyed,
     KeyedFile,
     KeyedWrite,
     file_uri,
@@ -168,9 +169,14 @@ class Subtask:
             self.backend.current_key = key
             self.count.clear()
 
-    def checkpoint(self, cid: int, savepoint: bool = False, complete: bool = True) -> tuple[str, KeyedWrite]:
+    def checkpoint(
+        self, cid: int, savepoint: bool = False, complete: bool = True, completed_before: int = 0
+    ) -> tuple[str, KeyedWrite]:
+        """`completed_before`: the newest completed checkpoint when this one was triggered (its barrier
+        says so); `complete`: this one completes and the subtask hears of it at once."""
         location = (self.job_dir / (f"savepoint-{cid}" if savepoint else f"chk-{cid}")).as_uri()
-        write = self.log.plan(self.backend.begin_snapshot(), cid, savepoint)
+        deferred = DeferredKeyed(self.log, self.backend.begin_snapshot())
+        write = deferred.plan(cid, savepoint, completed_before)
         result = write.write(location, "count-0")
         write.written(result)
         write.release()
@@ -224,6 +230,32 @@ def test_changes_of_a_checkpoint_that_did_not_complete_go_into_the_next_one(
     location, third = task.checkpoint(3)
     assert len(third.chain) == 2, "the delta extends checkpoint 1's chain, not the failed one's"
     assert restored(location, third.chain) == dict.fromkeys(range(100), 1) | {1: 2, 2: 3}
+
+
+def test_a_checkpoint_extends_the_newest_completed_chain_even_before_the_notice_of_it_arrives(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    """The notice of a completion comes on the subtask's own connection, and may come after the next
+    checkpoint's barrier. Once checkpoint 3 completed, the coordinator keeps its files and deletes the
+    older ones (one retained checkpoint): checkpoint 4 must not be a delta on checkpoint 2's chain."""
+    task = Subtask(tmp_path, new_backend())
+    task.put(range(10), 1)
+    task.checkpoint(1)
+    task.put(range(10, 400), 2)  # a delta larger than the full snapshot: the next one is full
+    task.checkpoint(2)
+    task.put([0], 3)
+    _, third = task.checkpoint(3, complete=False, completed_before=2)  # completes; its notice is late
+    assert [f.full for f in third.chain] == [True]
+    task.put([1], 4)
+    location, fourth = task.checkpoint(4, complete=False, completed_before=3)
+    assert fourth.chain[:-1] == third.chain
+    kept = {f.name for f in third.chain} | {fourth.chain[-1].name}
+    for file in (tmp_path / "shared").iterdir():  # what the coordinator collects once 3 completed
+        if file.name not in kept:
+            file.unlink()
+    assert restored(location, fourth.chain) == dict.fromkeys(range(400), 1) | dict.fromkeys(
+        range(10, 400), 2
+    ) | {0: 3, 1: 4}
 
 
 def test_a_savepoint_is_full_and_private_and_leaves_the_chain_alone(tmp_path: Path, new_backend: Any) -> None:
