@@ -334,8 +334,12 @@ class CheckpointCoordinator:
         keep = set(completed[-max(1, self.config.retained) :])
         # Failed ones being discarded and pending ones are someone else's to settle.
         busy = set(self._discarding) | set(self.pending)
+        # Fixed here, on the event loop, not read in the thread: a checkpoint triggered while the
+        # thread runs is in neither `busy` nor storage's completed ones, and its shared files, written
+        # before its `_metadata`, must not look unreferenced.
+        written_before = min([*busy, self._next_id])
         try:
-            await asyncio.to_thread(self._retain, keep, busy)
+            await asyncio.to_thread(self._retain, keep, busy, written_before)
         except Exception as err:
             # Storage failing: the checkpoint is complete all the same, and the next completion
             # discards what this one left.
@@ -343,12 +347,13 @@ class CheckpointCoordinator:
                 "discarding checkpoints older than %d failed: %s: %s", completed_id, type(err).__name__, err
             )
 
-    def _retain(self, keep: set[int], busy: set[int]) -> None:
+    def _retain(self, keep: set[int], busy: set[int], written_before: int) -> None:
         for cid in self.storage.completed_ids():
             if cid not in keep and cid not in busy and cid < max(keep, default=0):
                 discard(self.storage.checkpoint_location(cid))
-        # Incremental keyed state: files no checkpoint left refers to go too (not those of pending ones).
-        collect_shared(self.storage, min([*busy, self._next_id]))
+        # Incremental keyed state: files no checkpoint left refers to go too (not those of pending ones,
+        # nor of checkpoints triggered since `written_before` was taken).
+        collect_shared(self.storage, written_before)
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -221,10 +221,46 @@ def test_a_pending_checkpoints_shared_files_are_not_collected(tmp_path: Path) ->
         coord.on_ack(early)
         written = {f.name for f in early.operators[0].keyed_files}
         assert written <= shared_files(tmp_path)
-        coord._retain({1}, set(coord.pending))
+        coord._retain({1}, set(coord.pending), min([*coord.pending, coord._next_id]))
         assert written <= shared_files(tmp_path)
         coord.on_ack(subtasks[1].ack(2, second.location))
         await coord.settle()
         assert coord.latest is not None and coord.latest.checkpoint_id == 2
+
+    asyncio.run(scenario())
+
+
+def test_files_of_a_checkpoint_triggered_while_retention_runs_are_not_collected(tmp_path: Path) -> None:
+    """Retention runs in a thread, which may start late: checkpoint 2 can be triggered, and its subtasks
+    can write their files, after checkpoint 1's retention was decided and before its thread ran. The
+    files have no `_metadata` referring to them yet, and checkpoint 2 was not pending when retention
+    was decided: they must be kept all the same."""
+    subtasks = [Keyed(0), Keyed(1)]
+    late: list[tuple[Any, ...]] = []
+
+    async def scenario() -> None:
+        storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+        config = CheckpointConfig(interval_s=None, retained=1)
+        coord = CheckpointCoordinator(graph([(["count"], 2)], []), storage, config, lambda m, _: None, dict)
+        retain = coord._retain
+        coord._retain = lambda *args: late.append(args)  # type: ignore[method-assign]
+        for s in subtasks:
+            s.put(range(100), 1)
+        first = coord.trigger()
+        for s in subtasks:
+            coord.on_ack(s.ack(1, first.location))
+        await coord.settle()
+        assert len(late) == 1, "checkpoint 1's retention was decided"
+        second = coord.trigger()
+        for s in subtasks:
+            s.put(range(50), 2)
+        acks = [s.ack(2, second.location) for s in subtasks]
+        written = {f.name for a in acks for f in a.operators[0].keyed_files}
+        retain(*late.pop())  # the thread runs now
+        assert written <= shared_files(tmp_path)
+        for ack in acks:
+            coord.on_ack(ack)
+        await coord.settle()
+        assert damage(second.location) is None
 
     asyncio.run(scenario())
