@@ -55,7 +55,9 @@ class CheckpointStorage:
         """The newest checkpoint of this job that has its `_metadata` and every state file it names.
 
         A damaged one (a state file missing or cut short, `_metadata` unreadable) is skipped with a
-        warning for the one before it, when one is retained.
+        warning for the one before it, when one is retained. When every retained one is damaged this
+        raises `NoRestorableCheckpoint`: starting the job again from its beginning would have its
+        two-phase-commit sinks commit their output a second time.
         """
         skipped: list[str] = []
         for cid in reversed(self.completed_ids()):
@@ -75,7 +77,12 @@ class CheckpointStorage:
             log.warning("checkpoint %s cannot be restored: %s", location, problem)
             skipped.append(location)
         if skipped:
-            log.warning("no retained checkpoint of job %s can be restored", self.job_id)
+            raise NoRestorableCheckpoint(
+                f"no retained checkpoint of job {self.job_id} can be restored ({', '.join(skipped)}: "
+                "see the warnings above); the job is not started again from its beginning, which would "
+                "write output its sinks already committed a second time. Resume it from a savepoint "
+                "(--from-savepoint), or delete its checkpoint directory to start it afresh on purpose"
+            )
         return None
 
     def completed_ids(self) -> list[int]:
@@ -86,6 +93,10 @@ class CheckpointStorage:
         except FileNotFoundError:
             return []
         return sorted(int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/"))))
+
+
+class NoRestorableCheckpoint(RuntimeError):
+    """A job has completed checkpoints in storage, and none of them can be restored."""
 
 
 def write_bytes(location: str, name: str, data: bytes) -> int:

@@ -31,7 +31,7 @@ from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinato
 from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
-from sluice.checkpoint.storage import CheckpointStorage, read_metadata
+from sluice.checkpoint.storage import CheckpointStorage, NoRestorableCheckpoint, read_metadata
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
     AttemptEvent,
@@ -226,6 +226,8 @@ class JobMaster:
         """The latest completed checkpoint in storage, else what the previous attempt restored."""
         try:
             return await asyncio.to_thread(self.storage.latest_completed) or previous
+        except NoRestorableCheckpoint as err:
+            raise AttemptEnded(AttemptFailed(str(err))) from err
         except Exception as err:
             raise AttemptEnded(
                 AttemptFailed(

@@ -18,6 +18,7 @@ from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import (
     CheckpointStorage,
+    NoRestorableCheckpoint,
     damage,
     discard,
     read_metadata,
@@ -152,6 +153,25 @@ def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_miss
     assert storage.latest_completed() == storage.checkpoint_location(1)
     assert "src-1.state of operator 'src' is missing" in caplog.text
     assert read_metadata(storage.checkpoint_location(1)).checkpoint_id == 1
+
+
+def test_a_job_whose_retained_checkpoints_are_all_damaged_is_not_started_again_from_scratch(
+    tmp_path: Path,
+) -> None:
+    sent: list[ToTaskManager] = []
+
+    async def one_checkpoint() -> CheckpointCoordinator:
+        coord = source_coordinator(tmp_path, sent)
+        coord.trigger()
+        acknowledge_all(coord, 1)
+        await coord.settle()
+        return coord
+
+    storage = asyncio.run(one_checkpoint()).storage
+    (tmp_path / "chk" / "job" / "chk-1" / "src-0.state").unlink()
+    # Running the job from its start would commit its sinks' output a second time.
+    with pytest.raises(NoRestorableCheckpoint, match=r"no retained checkpoint of job job can be restored"):
+        storage.latest_completed()
 
 
 def test_retention_keeps_the_newest_checkpoints_only(tmp_path: Path) -> None:
