@@ -14,6 +14,10 @@ The chain a checkpoint extends is that of the last checkpoint this subtask knows
 taken against it and holds the keys changed since then, including those of later checkpoints that did
 not complete (their files are deleted with them).
 
+A table that changed since the chain's checkpoint but is absent from a delta's snapshot is gone (a
+window operator drops a window's table when it fires, `sluice.state.windows`): the delta writes its
+changed keys as removed.
+
 A file is a sequence of pickle frames, each small enough that the serializing thread gives the task's
 thread the GIL often: a header, then `(state name, kind, {key: value}, [removed keys])` chunks.
 """
@@ -205,6 +209,21 @@ class SnapshotWrite:
                     else:
                         upserts[key] = value
                 size += _dump(out, (table.name, table.kind, upserts, removed))
+        if self.base is not None:
+            size += self._write_dropped_tables(out)
+        return size
+
+    def _write_dropped_tables(self, out: BinaryIO) -> int:
+        """A table changed since the chain's checkpoint but absent now is gone (a fired window): its
+        changed keys are written as removed. (A keyed state backend never drops a table.)"""
+        present = {table.name for table in self.snapshot.tables}
+        size = 0
+        for name, changes in self.changed.items():
+            if name in present:
+                continue
+            gone = list(set().union(*changes))
+            for start in range(0, len(gone), _CHUNK):
+                size += _dump(out, (name, "value", {}, gone[start : start + _CHUNK]))
         return size
 
     def written(self, result: KeyedWrite) -> None:

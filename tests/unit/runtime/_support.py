@@ -17,6 +17,7 @@ from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_by
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.operators.base import StreamOperator
 from sluice.state.keygroups import key_group_range
+from sluice.state.snapshots import KeyedFile
 from sluice.transport.messages import ToTaskManager
 
 from ._graphs import graph
@@ -105,8 +106,18 @@ def write_checkpoint(
     for index, snap in sorted(snapshots.items()):
         if snap is None or snap.is_empty():
             continue
-        name = f"{uid}-{index}.state"
-        size = write_bytes(location, name, pickle.dumps(snap, protocol=5))
+        chain: tuple[KeyedFile, ...] = ()
+        if snap.deferred is not None:
+            # Files of a keyed snapshot, written as a savepoint's: beside `_metadata`, self-contained.
+            write = snap.deferred.plan(1, savepoint=True)
+            snap.deferred = None
+            chain = tuple(write.write(location, f"{uid}-{index}").chain)
+            write.release()
+        name: str | None = None
+        size = 0
+        if not snap.is_empty():
+            name = f"{uid}-{index}.state"
+            size = write_bytes(location, name, pickle.dumps(snap, protocol=5))
         groups = key_group_range(index, max_parallelism, parallelism)
         handles.append(
             SubtaskHandle(
@@ -116,6 +127,7 @@ def write_checkpoint(
                 key_groups=(groups.start, groups.stop - 1) if keyed else None,
                 operator_state=bool(snap.lists or snap.unions or snap.broadcast),
                 union=snap.uses_union_state(),
+                keyed_files=chain,
             )
         )
     fully = len(finished) == parallelism

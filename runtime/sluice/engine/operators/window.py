@@ -1,12 +1,13 @@
 """Keyed event-time windows with incremental reduce or aggregate.
 
-Accumulators live in `windows[end][key]`; a heap of window ends tells which windows the next watermark
-fires. Every record is folded into its accumulator at once, so a window holds one value per key.
+Accumulators live in `sluice.state.windows.WindowAccumulators`, one dict per window end, with a heap of
+the ends that tells which windows the next watermark fires. Every record is folded into its accumulator
+at once, so a window holds one value per key. Checkpoints freeze the windows (copy-on-write) and write
+them from another thread, only those that changed since the previous checkpoint.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,8 @@ from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.events import MIN_WATERMARK
 from sluice.engine.operators.base import StreamOperator
 from sluice.functions import AggregateFunction
-from sluice.state.keygroups import key_group_for
+from sluice.state.snapshots import ChangeLog, DeferredKeyed
+from sluice.state.windows import WindowAccumulators
 from sluice.windows import TumblingEventTimeWindows, WindowAssigner, window_ends
 
 _MISSING = object()
@@ -38,23 +40,22 @@ class WindowOperator(StreamOperator):
         self.key_selector = key_selector
         self.reduce_fn = reduce
         self.aggregate = aggregate
-        self.windows: dict[int, dict[Any, Any]] = {}
-        self._ends: list[int] = []
+        self.accumulators = WindowAccumulators()
+        self._changes = ChangeLog()
         self.watermark = MIN_WATERMARK
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         if restored is None:
             return
+        accumulators = self.accumulators
+        for chain in restored.keyed_chains:
+            for name, _kind, upserts, removed in chain.frames():
+                accumulators.restore_frame(name, upserts, removed)
+        # Checkpoints written before windows were snapshotted incrementally kept them per key group.
         for group in restored.keyed.values():
             for end, entries in group.get("windows", {}).items():
-                self._window(end).update(entries)
-
-    def _window(self, end: int) -> dict[Any, Any]:
-        entries = self.windows.get(end)
-        if entries is None:
-            entries = self.windows[end] = {}
-            heapq.heappush(self._ends, end)
-        return entries
+                accumulators.restore_entries(end, entries)
+        accumulators.finish_restore()
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         if timestamps is None:
@@ -76,9 +77,7 @@ class WindowOperator(StreamOperator):
         end = low - (low - offset) % size + size
         if high < end and end > self.watermark + 1:
             # The whole batch falls into one window that is not late: fold it without per-record checks.
-            window = self.windows.get(end)
-            if window is None:
-                window = self._window(end)
+            window = self.accumulators.writable(end)
             get = window.get
             for key, value in zip([key_of(v) for v in values], values, strict=True):
                 acc = get(key, _MISSING)
@@ -90,7 +89,7 @@ class WindowOperator(StreamOperator):
         key_of, reduce = self.key_selector, self.reduce_fn
         assert reduce is not None
         size, offset = self.assigner.size_ms, self.assigner.offset_ms
-        windows, late_after = self.windows, self.watermark + 1
+        writable, late_after = self.accumulators.writable, self.watermark + 1
         late = 0
         current_end: int | None = None
         current = None
@@ -101,9 +100,7 @@ class WindowOperator(StreamOperator):
                 continue
             if end != current_end:
                 current_end = end
-                current = windows.get(end)
-                if current is None:
-                    current = self._window(end)
+                current = writable(end)
             assert current is not None
             key = key_of(value)
             acc = current.get(key, _MISSING)
@@ -122,7 +119,7 @@ class WindowOperator(StreamOperator):
                 if end <= late_after:
                     continue
                 assigned = True
-                entries = self._window(end)
+                entries = self.accumulators.writable(end)
                 acc = entries.get(key, _MISSING)
                 if reduce is not None:
                     entries[key] = value if acc is _MISSING else reduce(acc, value)
@@ -140,12 +137,7 @@ class WindowOperator(StreamOperator):
         if timestamp <= self.watermark:
             return
         self.watermark = timestamp
-        ends, windows = self._ends, self.windows
-        while ends and ends[0] - 1 <= timestamp:
-            end = heapq.heappop(ends)
-            entries = windows.pop(end, None)
-            if not entries:
-                continue
+        for end, entries in self.accumulators.fire_until(timestamp):
             results = list(entries.values())
             if self.aggregate is not None:
                 results = [self.aggregate.get_result(acc) for acc in results]
@@ -153,21 +145,13 @@ class WindowOperator(StreamOperator):
         self.output.emit_watermark(timestamp)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
-        if not self.windows:
+        if not self.accumulators.has_state():
+            # Nothing open and nothing fired since the last snapshot: no files, and the chain written so
+            # far ends here. Once this checkpoint completes the coordinator may delete its files, so the
+            # next snapshot is a full one, not a delta on them.
+            self._changes = ChangeLog()
             return None
-        mp = self.ctx.max_parallelism
-        group_of: dict[Any, int] = {}  # a key usually has entries in several windows: hash it once
-        keyed: dict[int, dict[str, Any]] = {}
-        for end, entries in self.windows.items():
-            for key, acc in entries.items():
-                group = group_of.get(key)
-                if group is None:
-                    group = group_of[key] = key_group_for(key, mp)
-                slot = keyed.get(group)
-                if slot is None:
-                    slot = keyed[group] = {"windows": {}}
-                by_end = slot["windows"].get(end)
-                if by_end is None:
-                    by_end = slot["windows"][end] = {}
-                by_end[key] = acc
-        return OperatorSnapshot(keyed=keyed)
+        return OperatorSnapshot(deferred=DeferredKeyed(self._changes, self.accumulators.begin_snapshot()))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._changes.confirm(checkpoint_id)
