@@ -24,6 +24,7 @@ from sluice._states import SubtaskState
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.storage import write_bytes
 from sluice.engine._alignment import BarrierAligner
+from sluice.engine._rate import TokenBucket
 from sluice.engine._watermarks import WatermarkValve
 from sluice.engine.chain import OperatorAck, OperatorChain
 from sluice.engine.channels import InputGate
@@ -180,7 +181,7 @@ class StreamTask:
 
     async def _loop(self) -> None:
         source, gate = self._source, self.gate
-        tokens_at, tokens = time.monotonic(), 0.0
+        bucket = TokenBucket(self.rate) if self.rate is not None else None
         while not self.is_done():
             busy = False
             if self.mailbox:
@@ -188,20 +189,7 @@ class StreamTask:
                 if self.is_done():
                     break
             if source is not None and not self.end_of_data:
-                batch = BATCH_SIZE
-                if self.rate is not None:
-                    now = time.monotonic()
-                    tokens = min(tokens + (now - tokens_at) * self.rate, max(self.rate / 10, 1.0))
-                    tokens_at = now
-                    batch = min(batch, int(tokens))
-                if batch > 0:
-                    emitted = source.emit_next(batch)
-                    if emitted < 0:
-                        await self._end_of_data(drain=True)
-                    else:
-                        tokens -= emitted
-                        self.metrics.records_in += emitted
-                        busy = emitted > 0
+                busy = await self._read_source(source, bucket)
             if gate is not None:
                 polled = gate.poll()
                 if polled is not None:
@@ -218,9 +206,23 @@ class StreamTask:
             if self.is_done():
                 break
             self._idle_rounds += 1
-            await self._idle_wait(source)
+            await self._idle_wait(source, bucket)
 
-    async def _idle_wait(self, source: SourceOperator | None) -> None:
+    async def _read_source(self, source: SourceOperator, bucket: TokenBucket | None) -> bool:
+        """Emits what the source has, as far as its rate allows; whether it emitted anything."""
+        batch = BATCH_SIZE if bucket is None else bucket.allowance(BATCH_SIZE)
+        if batch <= 0:
+            return False
+        emitted = source.emit_next(batch)
+        if emitted < 0:
+            await self._end_of_data(drain=True)
+            return False
+        if bucket is not None:
+            bucket.spend(emitted)
+        self.metrics.records_in += emitted
+        return emitted > 0
+
+    async def _idle_wait(self, source: SourceOperator | None, bucket: TokenBucket | None) -> None:
         timeout: float | None = 1.0
         timer = self.chain.next_processing_timer()
         if timer is not None:
@@ -229,7 +231,11 @@ class StreamTask:
             # A source is polled; one that keeps having nothing is polled less and less often (up to
             # every 50 ms) rather than spinning on an empty split.
             backoff = min(0.05, 0.001 * 2 ** min(self._idle_rounds, 6))
-            poll = backoff if self.rate is None else max(backoff, BATCH_SIZE / self.rate / 4)
+            poll = (
+                backoff
+                if bucket is None
+                else max(backoff, min(BATCH_SIZE / bucket.rate / 4, bucket.refill_seconds()))
+            )
             timeout = min(timeout or 1.0, poll)
         idle = self.metrics.idle
         idle.start()
@@ -269,20 +275,26 @@ class StreamTask:
             advanced = self.valve.on_status(channel, event.idle)
             self._pass_on_time(advanced)
         elif kind is CheckpointBarrier:
-            result = self.aligner.on_barrier(channel, event)
-            if result.aborted is not None:
-                self._abort_alignment(result.aborted, "a newer checkpoint's barrier arrived")
-            if result.aligned is not None:
-                await self._checkpoint(result.aligned)
-            self._sync_blocked()
+            await self._on_barrier(channel, event)
         elif kind is CancelCheckpoint:
-            if self.aligner.on_cancel(event.checkpoint_id):
-                self._sync_blocked()
-            self.chain.broadcast(event)
+            self._on_cancel(event)
         elif kind is EndOfData:
             await self._on_end_of_data(channel, event.drain)
         elif kind is EndOfPartition:
             await self._on_end_of_partition(channel)
+
+    async def _on_barrier(self, channel: int, barrier: CheckpointBarrier) -> None:
+        result = self.aligner.on_barrier(channel, barrier)
+        if result.aborted is not None:
+            self._abort_alignment(result.aborted, "a newer checkpoint's barrier arrived")
+        if result.aligned is not None:
+            await self._checkpoint(result.aligned)
+        self._sync_blocked()
+
+    def _on_cancel(self, cancel: CancelCheckpoint) -> None:
+        if self.aligner.on_cancel(cancel.checkpoint_id):
+            self._sync_blocked()
+        self.chain.broadcast(cancel)
 
     def _pass_on_time(self, advanced: int | None) -> None:
         # Becoming active goes first, so downstream counts this input again before its watermark.
