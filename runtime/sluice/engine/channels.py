@@ -108,11 +108,6 @@ class InputGate:
                 capacity += channel.capacity
         return queued, capacity
 
-    def rotate(self) -> None:
-        """Moves to the next channel so that one busy channel does not starve the others."""
-        if self.channels:
-            self._next = (self._next + 1) % len(self.channels)
-
 
 class OutputChannel:
     """Where one subtask sends events to one downstream subtask."""

@@ -28,10 +28,4 @@ class MapStateDescriptor:
     name: str
 
 
-@dataclass(frozen=True)
-class ReducingStateDescriptor(Generic[T]):
-    name: str
-    reduce: Any
-
-
 StateDescriptor = ValueStateDescriptor[Any] | ListStateDescriptor[Any] | MapStateDescriptor

@@ -51,6 +51,3 @@ class UdfOperator(StreamOperator):
         snap.broadcast = {n: dict(v) for n, v in store.broadcast.items() if v}
         # Keyed state (a keyed process function's) is snapshotted by its operator, see keyed.py.
         return None if snap.is_empty() else snap
-
-    def uses_union_state(self) -> bool:
-        return bool(self.ctx.operator_state.unions)

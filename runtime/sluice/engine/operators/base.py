@@ -78,9 +78,6 @@ class StreamOperator:
     def stop_processing_timers(self) -> None:
         """Called when the task finishes: processing-time timers do not fire any more."""
 
-    def uses_union_state(self) -> bool:
-        return False
-
     def has_pending_commits(self) -> bool:
         """Whether the last snapshot holds pre-committed transactions that a completed checkpoint commits."""
         return False
