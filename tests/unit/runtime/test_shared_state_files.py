@@ -82,10 +82,9 @@ class Job:
     """Operator 'count' at parallelism 2 under a checkpoint coordinator that retains one checkpoint."""
 
     def __init__(self, tmp_path: Path) -> None:
-        storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
         config = CheckpointConfig(interval_s=None, retained=1)
         self.coord = CheckpointCoordinator(
-            graph([(["count"], 2)], []), storage, config, lambda m, _: None, dict
+            graph([(["count"], 2)], []), storage(tmp_path), config, lambda m, _: None, dict
         )
         self.subtasks = [Keyed(0), Keyed(1)]
 
@@ -199,20 +198,32 @@ def test_a_checkpoint_whose_shared_file_is_missing_is_damaged(tmp_path: Path) ->
     asyncio.run(scenario())
 
 
+def storage(tmp_path: Path) -> CheckpointStorage:
+    return CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+
+
+async def first_checkpoint(coord: CheckpointCoordinator, subtasks: list[Keyed]) -> None:
+    """Checkpoint 1 of 100 keys, completed."""
+    for s in subtasks:
+        s.put(range(100), 1)
+    first = coord.trigger()
+    for s in subtasks:
+        coord.on_ack(s.ack(1, first.location))
+    await coord.settle()
+
+
 def test_a_pending_checkpoints_shared_files_are_not_collected(tmp_path: Path) -> None:
     subtasks = [Keyed(0), Keyed(1)]
 
     async def scenario() -> None:
-        storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
         coord = CheckpointCoordinator(
-            graph([(["count"], 2)], []), storage, CheckpointConfig(interval_s=None), lambda m, _: None, dict
+            graph([(["count"], 2)], []),
+            storage(tmp_path),
+            CheckpointConfig(interval_s=None),
+            lambda m, _: None,
+            dict,
         )
-        for s in subtasks:
-            s.put(range(100), 1)
-        first = coord.trigger()
-        for s in subtasks:
-            coord.on_ack(s.ack(1, first.location))
-        await coord.settle()
+        await first_checkpoint(coord, subtasks)
         # Checkpoint 2 is pending: one subtask has written its file, not yet acknowledged; then a
         # savepoint completes, which runs no retention, and checkpoint 2 is still pending.
         second = coord.trigger()
@@ -239,17 +250,13 @@ def test_files_of_a_checkpoint_triggered_while_retention_runs_are_not_collected(
     late: list[tuple[Any, ...]] = []
 
     async def scenario() -> None:
-        storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
         config = CheckpointConfig(interval_s=None, retained=1)
-        coord = CheckpointCoordinator(graph([(["count"], 2)], []), storage, config, lambda m, _: None, dict)
+        coord = CheckpointCoordinator(
+            graph([(["count"], 2)], []), storage(tmp_path), config, lambda m, _: None, dict
+        )
         retain = coord._retain
         coord._retain = lambda *args: late.append(args)  # type: ignore[method-assign]
-        for s in subtasks:
-            s.put(range(100), 1)
-        first = coord.trigger()
-        for s in subtasks:
-            coord.on_ack(s.ack(1, first.location))
-        await coord.settle()
+        await first_checkpoint(coord, subtasks)
         assert len(late) == 1, "checkpoint 1's retention was decided"
         second = coord.trigger()
         for s in subtasks:
