@@ -83,6 +83,12 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill:
     failed = sum(c["status"] == "FAILED" for c in history)
     durations = [c["completionTime"] - c["triggerTime"] for c in done]
     sync = [c["syncMs"] for c in done if c.get("syncMs") is not None]
+    # Where a checkpoint's time goes: the barrier queued behind records in flight (start delay), the
+    # barriers of the two inputs aligned, the state written beside processing (async).
+    parts = {
+        name: statistics.median(values) if (values := [c.get(key) or 0.0 for c in done]) else None
+        for name, key in (("delay", "startDelayMs"), ("alignment", "alignmentMs"), ("async", "asyncMs"))
+    }
     written = [c["bytesWritten"] for c in done if c.get("bytesWritten") is not None]
     full = [c["stateSize"] for c in done if c.get("stateSize") is not None]
     return {
@@ -92,6 +98,7 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill:
         "failed": failed,
         "duration_ms": (statistics.median(durations), max(durations)) if durations else None,
         "sync_ms": (statistics.median(sync), max(sync)) if sync else None,
+        "parts_p50": parts,
         "written_p50": statistics.median(written) if written else None,
         "state_size": full[0] if full else None,
         "peak_rss": job.max_peak_rss(),
@@ -106,6 +113,12 @@ def _mib(n: float | None) -> str:
 
 def _pair(p: tuple[float, float] | None) -> str:
     return "n/a" if p is None else f"{p[0]:,.0f} / {p[1]:,.0f}"
+
+
+def _parts(parts: dict[str, float | None]) -> str:
+    return "p50 of " + ", ".join(
+        f"{name} {'n/a' if v is None else f'{v:,.0f}'} ms" for name, v in parts.items()
+    )
 
 
 def main() -> None:
@@ -144,7 +157,8 @@ def main() -> None:
             print(
                 f"keys {k:,}: {r['records_per_s']:,.0f} records/s ({r['records_per_s'] / base:.2f}x), "
                 f"checkpoints {r['checkpoints']} completed / {r['failed']} failed, duration p50/max "
-                f"{_pair(r['duration_ms'])} ms, sync p50/max {_pair(r['sync_ms'])} ms, written p50 "
+                f"{_pair(r['duration_ms'])} ms ({_parts(r['parts_p50'])}), "
+                f"sync p50/max {_pair(r['sync_ms'])} ms, written p50 "
                 f"{_mib(r['written_p50'])}, state {_mib(r['state_size'])}, TaskManager peak RSS "
                 f"{_mib(r['peak_rss'])} ({r['backend']} backend)"
                 + ("" if r["recovery_s"] is None else f", recovery after SIGKILL {r['recovery_s']:.1f} s"),

@@ -106,6 +106,10 @@ class Acknowledgement:
     """How long record processing stopped for the synchronous part of the snapshot."""
     async_ms: float = 0.0
     """How long writing the state took, beside processing."""
+    start_delay_ms: float = 0.0
+    """From the trigger to the checkpoint's first barrier at this subtask (in-flight data upstream)."""
+    alignment_ms: float = 0.0
+    """From the first barrier to the last one at this subtask."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,6 +121,8 @@ class Acknowledgement:
             "endOfData": self.end_of_data,
             "syncMs": self.sync_ms,
             "asyncMs": self.async_ms,
+            "startDelayMs": self.start_delay_ms,
+            "alignmentMs": self.alignment_ms,
         }
 
     @staticmethod
@@ -139,4 +145,6 @@ class Acknowledgement:
             end_of_data=fields.flag("endOfData"),
             sync_ms=round(_figure(fields, "syncMs"), 3),
             async_ms=round(_figure(fields, "asyncMs"), 3),
+            start_delay_ms=round(_figure(fields, "startDelayMs"), 3),
+            alignment_ms=round(_figure(fields, "alignmentMs"), 3),
         )

@@ -86,24 +86,31 @@ def commits_side_effects(kind: CheckpointKind, stop_mode: StopMode | None) -> bo
 class SnapshotStats:
     """What a completed checkpoint cost: the slowest subtask's synchronous part (record processing
     stopped) and asynchronous part (state written beside processing), the bytes all subtasks wrote for
-    it and the size of all state it references (files shared with earlier checkpoints included)."""
+    it and the size of all state it references (files shared with earlier checkpoints included), and the
+    slowest subtask's start delay (trigger to first barrier) and alignment (first to last barrier)."""
 
     sync_ms: float = 0.0
     async_ms: float = 0.0
     bytes_written: int = 0
     state_size: int = 0
+    start_delay_ms: float = 0.0
+    alignment_ms: float = 0.0
 
     @staticmethod
     def of_acks(acks: Iterable[Acknowledgement]) -> SnapshotStats:
-        sync = async_ = 0.0
+        sync = async_ = delay = alignment = 0.0
         written = size = 0
         for ack in acks:
             sync = max(sync, ack.sync_ms)
             async_ = max(async_, ack.async_ms)
+            delay = max(delay, ack.start_delay_ms)
+            alignment = max(alignment, ack.alignment_ms)
             for op in ack.operators:
                 written += op.bytes_written
                 size += op.state_size
-        return SnapshotStats(round(sync, 3), round(async_, 3), written, size)
+        return SnapshotStats(
+            round(sync, 3), round(async_, 3), written, size, round(delay, 3), round(alignment, 3)
+        )
 
 
 @dataclass
@@ -146,6 +153,8 @@ class CheckpointRecord:
             "durationMs": self.duration_ms,
             "syncMs": stats.sync_ms,
             "asyncMs": stats.async_ms,
+            "startDelayMs": stats.start_delay_ms,
+            "alignmentMs": stats.alignment_ms,
             "bytesWritten": stats.bytes_written,
             "stateSize": stats.state_size,
         }

@@ -113,6 +113,16 @@ _CHECKPOINT_SERIES: tuple[tuple[Callable[[CheckpointRecord, SnapshotStats], floa
         "sluice_last_checkpoint_async_duration_seconds",
         "Slowest asynchronous part.",
     ),
+    (
+        lambda _, s: s.start_delay_ms / 1000,
+        "sluice_last_checkpoint_start_delay_seconds",
+        "Slowest subtask's wait from the trigger to its first barrier (in-flight data ahead of it).",
+    ),
+    (
+        lambda _, s: s.alignment_ms / 1000,
+        "sluice_last_checkpoint_alignment_duration_seconds",
+        "Slowest subtask's wait from its first barrier to its last.",
+    ),
     (lambda _, s: s.bytes_written, "sluice_last_checkpoint_written_bytes", "Bytes written for it."),
     (
         lambda _, s: s.state_size,

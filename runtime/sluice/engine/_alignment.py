@@ -4,28 +4,57 @@ When the first barrier of checkpoint n arrives, its channel is blocked; each fur
 as its barrier arrives. Once every channel has delivered barrier n, or has ended with EndOfPartition
 (a closed channel counts as aligned for every pending and later checkpoint), the subtask snapshots and
 all channels are unblocked. A barrier of a newer checkpoint aborts an alignment still in progress.
+
+The aligner also times each checkpoint for its statistics, as Flink reports them: the start delay (from
+the coordinator's trigger to the first barrier here: how long the barrier queued behind in-flight
+records upstream) and the alignment (from the first barrier to the last).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sluice.engine.events import CheckpointBarrier
+
+
+@dataclass(frozen=True)
+class BarrierTiming:
+    start_delay_ms: float = 0.0
+    """From the coordinator's trigger (its wall clock) to the checkpoint's first barrier (or trigger) here."""
+    alignment_ms: float = 0.0
+    """From the first barrier to the moment every channel had delivered its barrier or closed."""
+
+    @staticmethod
+    def on_trigger(trigger_ms: int) -> BarrierTiming:
+        """A source subtask, triggered by the coordinator: nothing to align."""
+        return BarrierTiming(start_delay_ms=_delay_since(trigger_ms))
+
+
+def _delay_since(trigger_ms: int) -> float:
+    # Clocks of different hosts may disagree by a little: a barrier is never early.
+    return max(0.0, time.time() * 1000 - trigger_ms)
 
 
 @dataclass
 class AlignmentResult:
     aligned: CheckpointBarrier | None = None
     aborted: int | None = None
+    timing: BarrierTiming | None = None
+    """With `aligned`: how long the checkpoint's barriers took to reach and align here."""
 
 
 class BarrierAligner:
-    def __init__(self, num_channels: int) -> None:
+    def __init__(self, num_channels: int, clock: Callable[[], float] = time.perf_counter) -> None:
         self.num_channels = num_channels
         self.closed: set[int] = set()
         self.pending: CheckpointBarrier | None = None
         self.arrived: set[int] = set()
         self.last_seen = 0
+        self._clock = clock
+        self._first_at = 0.0
+        self._start_delay_ms = 0.0
 
     @property
     def blocked(self) -> set[int]:
@@ -44,11 +73,9 @@ class BarrierAligner:
             result.aborted = self.pending.checkpoint_id
             self.pending = None
         if self.pending is None:
-            self.pending = barrier
-            self.arrived = set()
-            self.last_seen = cid
+            self._begin(barrier)
         self.arrived.add(channel)
-        result.aligned = self._check()
+        self._check(result)
         return result
 
     def on_trigger(self, barrier: CheckpointBarrier) -> AlignmentResult:
@@ -64,10 +91,8 @@ class BarrierAligner:
             result.aborted = self.pending.checkpoint_id
             self.pending = None
         if self.pending is None:
-            self.pending = barrier
-            self.arrived = set()
-            self.last_seen = cid
-        result.aligned = self._check()
+            self._begin(barrier)
+        self._check(result)
         return result
 
     def on_cancel(self, checkpoint_id: int) -> bool:
@@ -79,14 +104,24 @@ class BarrierAligner:
             return True
         return False
 
-    def on_channel_closed(self, channel: int) -> CheckpointBarrier | None:
+    def on_channel_closed(self, channel: int) -> AlignmentResult:
         self.closed.add(channel)
-        return self._check() if self.pending is not None else None
+        result = AlignmentResult()
+        if self.pending is not None:
+            self._check(result)
+        return result
 
-    def _check(self) -> CheckpointBarrier | None:
+    def _begin(self, barrier: CheckpointBarrier) -> None:
+        self.pending = barrier
+        self.arrived = set()
+        self.last_seen = barrier.checkpoint_id
+        self._first_at = self._clock()
+        self._start_delay_ms = _delay_since(barrier.timestamp)
+
+    def _check(self, result: AlignmentResult) -> None:
         assert self.pending is not None
         if len(self.arrived | self.closed) == self.num_channels:
-            barrier, self.pending = self.pending, None
+            result.aligned, self.pending = self.pending, None
             self.arrived = set()
-            return barrier
-        return None
+            alignment_ms = (self._clock() - self._first_at) * 1000
+            result.timing = BarrierTiming(round(self._start_delay_ms, 3), round(alignment_ms, 3))

@@ -23,7 +23,7 @@ from typing import Any
 from sluice._states import SubtaskState
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.storage import write_bytes
-from sluice.engine._alignment import BarrierAligner
+from sluice.engine._alignment import AlignmentResult, BarrierAligner, BarrierTiming
 from sluice.engine._rate import TokenBucket
 from sluice.engine._watermarks import WatermarkValve
 from sluice.engine.chain import OperatorAck, OperatorChain
@@ -287,8 +287,7 @@ class StreamTask:
         result = self.aligner.on_barrier(channel, barrier)
         if result.aborted is not None:
             self._abort_alignment(result.aborted, "a newer checkpoint's barrier arrived")
-        if result.aligned is not None:
-            await self._checkpoint(result.aligned)
+        await self._checkpoint_if_aligned(result)
         self._sync_blocked()
 
     def _on_cancel(self, cancel: CancelCheckpoint) -> None:
@@ -330,9 +329,7 @@ class StreamTask:
         advanced = self.valve.on_closed(channel)
         if advanced is not None and not self.end_of_data:
             self.chain.head.process_watermark(advanced)
-        aligned = self.aligner.on_channel_closed(channel)
-        if aligned is not None:
-            await self._checkpoint(aligned)
+        await self._checkpoint_if_aligned(self.aligner.on_channel_closed(channel))
         self._sync_blocked()
 
     # -- finishing ----------------------------------------------------------------------------------
@@ -378,18 +375,21 @@ class StreamTask:
             trigger.completed,
         )
         if self._source is not None:
-            await self._checkpoint(barrier)
+            await self._checkpoint(barrier, BarrierTiming.on_trigger(trigger.timestamp))
             return
         # A non-source subtask is triggered directly once its inputs have finished; their
         # EndOfPartition may still be on the way, so the checkpoint completes when they all closed.
         result = self.aligner.on_trigger(barrier)
         if result.aborted is not None:
             self._abort_alignment(result.aborted, "a newer checkpoint was triggered")
-        if result.aligned is not None:
-            await self._checkpoint(result.aligned)
+        await self._checkpoint_if_aligned(result)
         self._sync_blocked()
 
-    async def _checkpoint(self, barrier: CheckpointBarrier) -> None:
+    async def _checkpoint_if_aligned(self, result: AlignmentResult) -> None:
+        if result.aligned is not None:
+            await self._checkpoint(result.aligned, result.timing or BarrierTiming())
+
+    async def _checkpoint(self, barrier: CheckpointBarrier, timing: BarrierTiming) -> None:
         cid = barrier.checkpoint_id
         # The barrier goes downstream before any record that follows it: nothing is processed between
         # broadcasting it and taking the snapshot.
@@ -400,12 +400,14 @@ class StreamTask:
         sync_ms = (time.perf_counter() - started) * 1000
         if self.end_of_data and self._final_checkpoint is None:
             self._final_checkpoint = cid
-        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location, sync_ms))
+        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location, timing, sync_ms))
         self._pending_writes.add(write)
         write.add_done_callback(self._pending_writes.discard)
         await self._flush(True)
 
-    async def _write_and_ack(self, cid: int, acks: list[OperatorAck], target: str, sync_ms: float) -> None:
+    async def _write_and_ack(
+        self, cid: int, acks: list[OperatorAck], target: str, timing: BarrierTiming, sync_ms: float
+    ) -> None:
         started = time.perf_counter()
         operators = []
         try:
@@ -429,6 +431,8 @@ class StreamTask:
             self.end_of_data,
             sync_ms=round(sync_ms, 3),
             async_ms=round((time.perf_counter() - started) * 1000, 3),
+            start_delay_ms=timing.start_delay_ms,
+            alignment_ms=timing.alignment_ms,
         )
         self.report(acknowledgement)
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from sluice.engine._alignment import BarrierAligner
+import time
+
+import pytest
+
+from sluice.engine._alignment import BarrierAligner, BarrierTiming
 from sluice.engine.events import CheckpointBarrier
 
 
@@ -53,13 +57,13 @@ def test_closed_channel_counts_as_aligned_for_a_pending_checkpoint() -> None:
     aligner = BarrierAligner(3)
     aligner.on_barrier(0, barrier(1))
     aligner.on_barrier(1, barrier(1))
-    assert aligner.on_channel_closed(2) == barrier(1)
+    assert aligner.on_channel_closed(2).aligned == barrier(1)
     assert aligner.blocked == set()
 
 
 def test_closed_channel_counts_as_aligned_for_later_checkpoints() -> None:
     aligner = BarrierAligner(3)
-    assert aligner.on_channel_closed(1) is None  # no checkpoint pending: nothing to complete
+    assert aligner.on_channel_closed(1).aligned is None  # no checkpoint pending: nothing to complete
     aligner.on_barrier(0, barrier(1))
     assert aligner.on_barrier(2, barrier(1)).aligned == barrier(1)
     aligner.on_channel_closed(2)
@@ -87,8 +91,8 @@ def test_trigger_waits_for_the_channels_still_closing() -> None:
     aligner.on_channel_closed(0)
     triggered = aligner.on_trigger(barrier(4))
     assert triggered.aligned is None
-    assert aligner.on_channel_closed(1) is None
-    assert aligner.on_channel_closed(2) == barrier(4)
+    assert aligner.on_channel_closed(1).aligned is None
+    assert aligner.on_channel_closed(2).aligned == barrier(4)
 
 
 def test_trigger_completes_with_a_barrier_on_the_remaining_channel() -> None:
@@ -110,7 +114,7 @@ def test_trigger_joins_an_alignment_of_the_same_checkpoint() -> None:
     aligner.on_barrier(0, barrier(7))
     joined = aligner.on_trigger(barrier(7))
     assert joined.aligned is None and joined.aborted is None
-    assert aligner.on_channel_closed(1) == barrier(7)
+    assert aligner.on_channel_closed(1).aligned == barrier(7)
 
 
 def test_trigger_of_a_newer_checkpoint_aborts_the_pending_one() -> None:
@@ -149,3 +153,23 @@ def test_cancel_of_another_checkpoint_keeps_the_alignment() -> None:
     assert aligner.on_cancel(4) is False
     assert aligner.blocked == {0}
     assert aligner.on_barrier(1, barrier(5)).aligned == barrier(5)
+
+
+def test_times_the_start_delay_and_the_alignment_of_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [10.0]
+    aligner = BarrierAligner(2, clock=lambda: now[0])
+    # The coordinator triggered checkpoint 1 at wall time 1,000 ms; its first barrier comes 250 ms later.
+    monkeypatch.setattr(time, "time", lambda: 1.25)
+    assert aligner.on_barrier(0, barrier(1)).timing is None
+    now[0] += 0.040
+    done = aligner.on_barrier(1, barrier(1))
+    assert done.timing == BarrierTiming(start_delay_ms=250.0, alignment_ms=40.0)
+
+
+def test_a_barrier_stamped_by_a_clock_ahead_of_this_host_has_no_start_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(time, "time", lambda: 0.5)  # before the trigger's 1,000 ms
+    done = BarrierAligner(1).on_barrier(0, barrier(1))
+    assert done.timing is not None and done.timing.start_delay_ms == 0.0
+    assert BarrierTiming.on_trigger(1_000) == BarrierTiming(0.0, 0.0)
