@@ -11,8 +11,11 @@ Reads look in `front` first. A list or map, or a mutable value, that is about to
 into `front` first, so the frozen dict never changes under the serializer. When the snapshot is done,
 `end_snapshot` folds `front` back into `base` (on the task's thread).
 
-Every table also records which keys changed since the last snapshot (`dirty`): an incremental
-checkpoint writes only those.
+Every table also records the keys changed since the last snapshot, with their values (`dirty`, the
+keys removed apart in `removed`): an incremental checkpoint writes only those, and needs no lookup in
+the frozen dict to find their values. `dirty` holds the same objects as the table: a container that
+changes in place is copied into `front` first while a snapshot is frozen, so what `dirty` holds for
+that snapshot does not change under the serializer either.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ _IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozens
 
 
 class _Table:
-    __slots__ = ("base", "dirty", "front", "kind", "name")
+    __slots__ = ("base", "dirty", "front", "kind", "name", "removed")
 
     def __init__(self, name: str, kind: str) -> None:
         self.name = name
         self.kind = kind
         self.base: dict[Any, Any] = {}
         self.front: dict[Any, Any] | None = None
-        self.dirty: set[Any] = set()
+        self.dirty: dict[Any, Any] = {}
+        self.removed: set[Any] = set()
 
     def get(self, key: Any) -> Any:
         front = self.front
@@ -50,7 +54,9 @@ class _Table:
     def put(self, key: Any, value: Any) -> None:
         front = self.front
         (self.base if front is None else front)[key] = value
-        self.dirty.add(key)
+        self.dirty[key] = value
+        if self.removed:
+            self.removed.discard(key)
 
     def remove(self, key: Any) -> None:
         front = self.front
@@ -60,22 +66,25 @@ class _Table:
             front[key] = DELETED
         else:
             front.pop(key, None)
-        self.dirty.add(key)
+        self.dirty.pop(key, None)
+        self.removed.add(key)
 
     def own(self, key: Any, copy: Any) -> Any:
         """The current key's container, safe to change in place (copied out of a frozen snapshot)."""
+        # A missing container is not marked: the caller puts a new one.
         front = self.front
         if front is None:
-            self.dirty.add(key)
-            return self.base.get(key, _MISSING)
-        value = front.get(key, _MISSING)
-        if value is DELETED:
-            value = _MISSING
-        elif value is _MISSING:
-            old = self.base.get(key, _MISSING)
-            if old is not _MISSING:
-                value = front[key] = copy(old)
-        self.dirty.add(key)
+            value = self.base.get(key, _MISSING)
+        else:
+            value = front.get(key, _MISSING)
+            if value is DELETED:
+                value = _MISSING
+            elif value is _MISSING:
+                old = self.base.get(key, _MISSING)
+                if old is not _MISSING:
+                    value = front[key] = copy(old)
+        if value is not _MISSING:
+            self.dirty[key] = value
         return value
 
 
@@ -145,13 +154,15 @@ class HeapKeyedStateBackend:
                         entries.pop(key, None)
                     else:
                         entries[key] = _copy_value(value) if type(value) not in _IMMUTABLE else value
-                frozen.append(FrozenTable(t.name, t.kind, entries, t.dirty))
-                t.dirty = set()
+                # Keys only: the containers `dirty` holds may change in place once the first snapshot is
+                # released, so this one's values are looked up in its copy.
+                frozen.append(FrozenTable(t.name, t.kind, entries, {*t.dirty, *t.removed}))
+                t.dirty, t.removed = {}, set()
             return HeapSnapshot(self, frozen, owns_front=False)
         for t in self._tables.values():
             t.front = {}
-            frozen.append(FrozenTable(t.name, t.kind, t.base, t.dirty))
-            t.dirty = set()
+            frozen.append(FrozenTable(t.name, t.kind, t.base, t.dirty, t.removed))
+            t.dirty, t.removed = {}, set()
         self._frozen = True
         return HeapSnapshot(self, frozen, owns_front=True)
 
@@ -212,7 +223,9 @@ class HeapValueState(Generic[T]):
         table, key = self._table, self._backend.current_key
         front = table.front
         (table.base if front is None else front)[key] = value
-        table.dirty.add(key)
+        table.dirty[key] = value
+        if table.removed:
+            table.removed.discard(key)
 
     def clear(self) -> None:
         self._table.remove(self._backend.current_key)

@@ -65,12 +65,27 @@ class Entries(Protocol):
 
 
 class FrozenTable:
-    """One table as a snapshot sees it, and its keys changed since the previous snapshot."""
+    """One table as a snapshot sees it, and its keys changed since the previous snapshot: `changed`
+    and `removed`.
 
-    __slots__ = ("changed", "entries", "kind", "name")
+    A backend that knows the changed keys' values as of the snapshot (the heap backend) gives `changed`
+    as a dict of them, so a delta is written without looking each key up in `entries` again (at
+    millions of keys those lookups were most of the asynchronous part); `removed` then holds the keys
+    removed. Otherwise `changed` is a set of every changed key, removed ones included.
+    """
 
-    def __init__(self, name: str, kind: str, entries: Entries, changed: set[Any]) -> None:
-        self.name, self.kind, self.entries, self.changed = name, kind, entries, changed
+    __slots__ = ("changed", "entries", "kind", "name", "removed")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        entries: Entries,
+        changed: set[Any] | dict[Any, Any],
+        removed: frozenset[Any] | set[Any] = frozenset(),
+    ) -> None:
+        self.name, self.kind, self.entries = name, kind, entries
+        self.changed, self.removed = changed, removed
 
 
 class BackendSnapshot(Protocol):

@@ -92,21 +92,25 @@ class KeyedWrite:
         return sum(f.size for f in self.chain)
 
 
+Changes = tuple[set[Any] | dict[Any, Any], frozenset[Any] | set[Any]]
+"""A table's `FrozenTable.changed` and `FrozenTable.removed` in one snapshot."""
+
+
 @dataclass
 class ChangeLog:
     """Per backend: the chain of the last completed checkpoint and the keys changed since."""
 
     confirmed: list[KeyedFile] = field(default_factory=list)
-    changes: dict[int, dict[str, set[Any]]] = field(default_factory=dict)
+    changes: dict[int, dict[str, Changes]] = field(default_factory=dict)
     """Keys changed per snapshot not yet covered by a completed checkpoint: checkpoint id -> name -> keys."""
     written: dict[int, list[KeyedFile]] = field(default_factory=dict)
 
     def plan(self, snapshot: BackendSnapshot, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
-        self.changes[checkpoint_id] = {t.name: t.changed for t in snapshot.tables}
+        self.changes[checkpoint_id] = {t.name: (t.changed, t.removed) for t in snapshot.tables}
         chain = self.confirmed
         deltas = sum(f.size for f in chain if not f.full)
         full = savepoint or not chain or len(chain) > MAX_DELTAS or deltas > chain[0].size
-        changed: dict[str, list[set[Any]]] = {}
+        changed: dict[str, list[Changes]] = {}
         if not full:
             for cid, by_name in self.changes.items():
                 if cid <= checkpoint_id:
@@ -137,7 +141,7 @@ class SnapshotWrite:
         checkpoint_id: int,
         savepoint: bool,
         base: list[KeyedFile] | None,
-        changed: dict[str, list[set[Any]]],
+        changed: dict[str, list[Changes]],
     ) -> None:
         self.log = log
         self.snapshot = snapshot
@@ -193,9 +197,11 @@ class SnapshotWrite:
                 while chunk := dict(itertools.islice(items, _CHUNK)):
                     size += _dump(out, (table.name, table.kind, chunk, []))
                 continue
-            keys: set[Any] = set()
-            for changed in self.changed.get(table.name, []):
-                keys |= changed
+            changes = self.changed.get(table.name, [])
+            if all(type(changed) is dict for changed, _ in changes):
+                size += _dump_known(out, table.name, table.kind, changes)
+                continue
+            keys = _keys_of(changes)
             if type(entries) is dict:
                 size += _dump_delta(out, table.name, table.kind, entries, keys)
                 continue
@@ -221,7 +227,7 @@ class SnapshotWrite:
         for name, changes in self.changed.items():
             if name in present:
                 continue
-            gone = list(set().union(*changes))
+            gone = list(_keys_of(changes))
             for start in range(0, len(gone), _CHUNK):
                 size += _dump(out, (name, "value", {}, gone[start : start + _CHUNK]))
         return size
@@ -240,6 +246,38 @@ class SnapshotWrite:
             if self._writing:
                 return
         self.snapshot.release()
+
+
+def _keys_of(changes: list[Changes]) -> set[Any]:
+    keys: set[Any] = set()
+    for changed, removed in changes:
+        keys.update(changed)
+        keys |= removed
+    return keys
+
+
+def _dump_known(out: BinaryIO, name: str, kind: str, changes: list[Changes]) -> int:
+    """A delta from changes that carry their values: merged oldest first, so the newest value wins."""
+    upserts: dict[Any, Any] = {}
+    removed: set[Any] = set()
+    if len(changes) == 1 and isinstance(changes[0][0], dict):
+        upserts, removed = changes[0][0], set(changes[0][1])  # the common case: no copy of the dict
+    else:
+        for changed, gone in changes:
+            upserts.update(changed)
+            removed.difference_update(changed)
+            for key in gone:
+                upserts.pop(key, None)
+            removed |= gone
+    size = 0
+    first_removed = list(removed)
+    items = iter(upserts.items())
+    while chunk := dict(itertools.islice(items, _CHUNK)):
+        size += _dump(out, (name, kind, chunk, first_removed))
+        first_removed = []
+    if first_removed:
+        size += _dump(out, (name, kind, {}, first_removed))
+    return size
 
 
 def _dump_delta(out: BinaryIO, name: str, kind: str, entries: dict[Any, Any], keys: set[Any]) -> int:
