@@ -55,6 +55,20 @@ class CheckpointInfo(StatusModel):
     operators: int | None = Field(default=None, description="Operators in the checkpoint.")
     fully_finished_operators: list[str] = Field(default_factory=list)
     all_operators_finished: bool = False
+    # What it cost, while the coordinator that took it runs (GET /v1/checkpoints has every one).
+    duration_ms: int | None = Field(default=None, description="Trigger to completion.")
+    sync_ms: float | None = Field(
+        default=None, description="The slowest subtask's synchronous part, while record processing stopped."
+    )
+    async_ms: float | None = Field(
+        default=None, description="The slowest subtask's asynchronous part, state written beside processing."
+    )
+    bytes_written: int | None = Field(
+        default=None, description="Bytes all subtasks wrote for it (incremental state: what changed)."
+    )
+    state_size: int | None = Field(
+        default=None, description="Bytes of all state it references, files shared with earlier ones included."
+    )
 
 
 class SavepointInfo(StatusModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sluice_operator.models import (
@@ -73,7 +74,8 @@ def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None
         and latest.get("id") is not None
         and (stored is None or int(latest["id"]) >= stored.checkpoint_id or latest.get("path") != stored.path)
     ):
-        return _reported(latest, stored)
+        history = (view.checkpoints or {}).get("history") if view is not None else None
+        return _reported(latest, stored, history if isinstance(history, list) else [])
     if stored is None:
         return None
     return CheckpointInfo(
@@ -87,7 +89,24 @@ def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None
     )
 
 
-def _reported(latest: dict[str, Any], stored: Snapshot | None) -> CheckpointInfo:
+def _copy_costs(out: CheckpointInfo, record: dict[str, Any]) -> None:
+    """The figures the coordinator's history gives the checkpoint; one that is not a number is left out."""
+    for field, key, kind in _COSTS:
+        value = record.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf:
+            setattr(out, field, kind(value))
+
+
+_COSTS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
+    ("duration_ms", "durationMs", int),
+    ("sync_ms", "syncMs", float),
+    ("async_ms", "asyncMs", float),
+    ("bytes_written", "bytesWritten", int),
+    ("state_size", "stateSize", int),
+)
+
+
+def _reported(latest: dict[str, Any], stored: Snapshot | None, history: list[Any]) -> CheckpointInfo:
     """The coordinator's latest checkpoint, with what storage adds when it has read the same one."""
     out = CheckpointInfo(
         id=int(latest["id"]),
@@ -98,6 +117,7 @@ def _reported(latest: dict[str, Any], stored: Snapshot | None) -> CheckpointInfo
     stamp = latest.get("timestamp", latest.get("completionTime"))
     if isinstance(stamp, int):
         out.time = rfc3339(stamp)
+    _copy_costs(out, next((r for r in history if isinstance(r, dict) and r.get("id") == out.id), {}))
     if stored is not None and stored.path == out.path:
         out.operators = len(stored.operators)
         out.all_operators_finished = stored.all_finished

@@ -50,3 +50,28 @@ def test_the_state_backend_reaches_sluice_run_and_changing_it_restarts_the_job()
     assert m.spec_hash(spec(stateBackend="disk")) != m.spec_hash(spec())
     # A field at its default changes nothing: a newer operator's new fields do not restart running jobs.
     assert m.spec_hash(spec(stateBackend="heap")) == m.spec_hash(spec())
+
+
+def test_the_last_checkpoint_says_what_it_cost_and_a_figure_that_is_not_a_number_is_left_out() -> None:
+    job = spec()
+    view = coordinator()
+    assert view.checkpoints is not None
+    view.checkpoints["history"] = [
+        {"id": 8, "status": "FAILED", "durationMs": 1},
+        {
+            "id": 7,
+            "durationMs": 412,
+            "syncMs": 0.8,
+            "asyncMs": 390.5,
+            "bytesWritten": 2097152,
+            "stateSize": 190,
+        },
+    ]
+    status = status_of(decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=view)))
+    last = status["lastCheckpoint"]
+    assert (last["id"], last["durationMs"], last["syncMs"], last["asyncMs"]) == (7, 412, 0.8, 390.5)
+    assert (last["bytesWritten"], last["stateSize"]) == (2097152, 190)
+
+    view.checkpoints["history"] = [{"id": 7, "durationMs": float("inf"), "syncMs": "fast", "stateSize": -1}]
+    status = status_of(decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=view)))
+    assert not {"durationMs", "syncMs", "stateSize"} & status["lastCheckpoint"].keys()
