@@ -33,7 +33,7 @@ _IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozens
 
 
 class _Table:
-    __slots__ = ("base", "dirty", "front", "kind", "name", "removed")
+    __slots__ = ("base", "dirty", "front", "front_deletes", "kind", "name", "removed")
 
     def __init__(self, name: str, kind: str) -> None:
         self.name = name
@@ -42,6 +42,8 @@ class _Table:
         self.front: dict[Any, Any] | None = None
         self.dirty: dict[Any, Any] = {}
         self.removed: set[Any] = set()
+        self.front_deletes = False
+        """Whether `front` holds a DELETED mark: only then does folding it back look for them."""
 
     def get(self, key: Any) -> Any:
         front = self.front
@@ -64,6 +66,7 @@ class _Table:
             self.base.pop(key, None)
         elif key in self.base:
             front[key] = DELETED
+            self.front_deletes = True
         else:
             front.pop(key, None)
         self.dirty.pop(key, None)
@@ -169,9 +172,10 @@ class HeapKeyedStateBackend:
     def end_snapshot(self) -> None:
         for t in self._tables.values():
             front, t.front = t.front, None
+            deletes, t.front_deletes = t.front_deletes, False
             if not front:
                 continue
-            gone = [k for k, v in front.items() if v is DELETED]
+            gone = [k for k, v in front.items() if v is DELETED] if deletes else []
             t.base.update(front)
             for key in gone:
                 del t.base[key]

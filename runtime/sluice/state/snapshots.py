@@ -184,11 +184,13 @@ class SnapshotWrite:
         fs, path = filesystem(ref_dir)
         make_dirs(fs, path)
         with fs.open(f"{path}/{name}", "wb") as handle:
-            size = self._write_frames(handle)
+            batched = _Batched(handle)
+            size = self._write_frames(batched)
+            batched.flush()
         new = KeyedFile(name, size, full=self.base is None, shared=shared)
         return KeyedWrite([*(self.base or []), new], size)
 
-    def _write_frames(self, out: BinaryIO) -> int:
+    def _write_frames(self, out: _Batched) -> int:
         size = _dump(out, {"format": FORMAT, "version": 1, "full": self.base is None})
         for table in self.snapshot.tables:
             entries = table.entries
@@ -219,7 +221,7 @@ class SnapshotWrite:
             size += self._write_dropped_tables(out)
         return size
 
-    def _write_dropped_tables(self, out: BinaryIO) -> int:
+    def _write_dropped_tables(self, out: _Batched) -> int:
         """A table changed since the chain's checkpoint but absent now is gone (a fired window): its
         changed keys are written as removed. (A keyed state backend never drops a table.)"""
         present = {table.name for table in self.snapshot.tables}
@@ -256,7 +258,7 @@ def _keys_of(changes: list[Changes]) -> set[Any]:
     return keys
 
 
-def _dump_known(out: BinaryIO, name: str, kind: str, changes: list[Changes]) -> int:
+def _dump_known(out: _Batched, name: str, kind: str, changes: list[Changes]) -> int:
     """A delta from changes that carry their values: merged oldest first, so the newest value wins."""
     upserts: dict[Any, Any] = {}
     removed: set[Any] = set()
@@ -280,7 +282,7 @@ def _dump_known(out: BinaryIO, name: str, kind: str, changes: list[Changes]) -> 
     return size
 
 
-def _dump_delta(out: BinaryIO, name: str, kind: str, entries: dict[Any, Any], keys: set[Any]) -> int:
+def _dump_delta(out: _Batched, name: str, kind: str, entries: dict[Any, Any], keys: set[Any]) -> int:
     """A delta of a dict, with set operations and itemgetter instead of a lookup per key in Python."""
     present = keys & entries.keys()
     removed = list(keys - present)
@@ -295,7 +297,31 @@ def _dump_delta(out: BinaryIO, name: str, kind: str, entries: dict[Any, Any], ke
     return size
 
 
-def _dump(out: BinaryIO, frame: Any) -> int:
+class _Batched:
+    """Collects frames and writes them a few MiB at a time. Each write lets go of the GIL, and getting
+    it back from a busy task thread takes up to a switch interval (5 ms): a write per frame made that
+    wait most of a delta's writing time."""
+
+    _LIMIT = 8 << 20
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._frames: list[bytes] = []
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        self._frames.append(data)
+        self._size += len(data)
+        if self._size >= self._LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._frames:
+            self._out.write(b"".join(self._frames))
+            self._frames, self._size = [], 0
+
+
+def _dump(out: _Batched, frame: Any) -> int:
     data = pickle.dumps(frame, protocol=5)
     out.write(data)
     return len(data)
