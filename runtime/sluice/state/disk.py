@@ -14,8 +14,9 @@ removed when the operator closes; those of a TaskManager killed outright (under 
 `SLUICE_STATE_DIR`) are removed by the next store opened there once that process is gone.
 
 A snapshot commits, opens a read transaction (the frozen view) and hands out the keys changed since the
-previous one; `sluice.state.snapshots` reads the view from its thread and writes the same files as the
-heap backend. Timers stay in memory and are checkpointed with the operator.
+previous one with their encoded values (kept as they are written, so a delta reads nothing back from
+the store); `sluice.state.snapshots` writes them, or the whole view for a full snapshot, from its thread
+into the same files as the heap backend. Timers stay in memory and are checkpointed with the operator.
 """
 
 from __future__ import annotations
@@ -167,12 +168,14 @@ class DiskSnapshot:
 
 
 class _Table:
-    __slots__ = ("db", "dirty", "kind", "name", "store")
+    __slots__ = ("db", "dirty", "kind", "name", "removed", "store")
 
     def __init__(self, store: _Store, name: str, kind: str) -> None:
         self.store, self.name, self.kind = store, name, kind
         self.db = store.open_db(name)
-        self.dirty: set[Any] = set()
+        self.dirty: dict[Any, bytes] = {}
+        """Keys written since the last snapshot, with their encoded values."""
+        self.removed: set[Any] = set()
 
     def get(self, key: Any) -> Any:
         raw = self.store.txn.get(encode_key(key), db=self.db)
@@ -180,14 +183,17 @@ class _Table:
 
     def put(self, key: Any, value: Any) -> None:
         store = self.store
-        store.txn.put(encode_key(key), _dumps(value, 5), db=self.db)
-        self.dirty.add(key)
+        data = self.dirty[key] = _dumps(value, 5)
+        store.txn.put(encode_key(key), data, db=self.db)
+        if self.removed:
+            self.removed.discard(key)
         store.wrote()
 
     def remove(self, key: Any) -> None:
         store = self.store
         store.txn.delete(encode_key(key), db=self.db)
-        self.dirty.add(key)
+        self.dirty.pop(key, None)
+        self.removed.add(key)
         store.wrote()
 
 
@@ -242,8 +248,8 @@ class DiskKeyedStateBackend:
         store.readers += 1
         frozen = []
         for t in self._tables.values():
-            frozen.append(FrozenTable(t.name, t.kind, _View(txn, t.db), t.dirty))
-            t.dirty = set()
+            frozen.append(FrozenTable(t.name, t.kind, _View(txn, t.db), t.dirty, t.removed, _loads))
+            t.dirty, t.removed = {}, set()
         return DiskSnapshot(store, txn, frozen)
 
     def restore_frame(self, name: str, kind: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
@@ -284,8 +290,10 @@ class DiskValueState(Generic[T]):
     def update(self, value: T) -> None:
         table, backend = self._table, self._backend
         store = table.store
-        store.txn.put(backend.encoded_key(), _dumps(value, 5), db=table.db)
-        table.dirty.add(backend.current_key)
+        data = table.dirty[backend.current_key] = _dumps(value, 5)
+        store.txn.put(backend.encoded_key(), data, db=table.db)
+        if table.removed:
+            table.removed.discard(backend.current_key)
         store.pending += 1
         if store.pending >= _COMMIT_EVERY:
             store.commit()

@@ -10,7 +10,7 @@ with the other backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
@@ -68,13 +68,14 @@ class FrozenTable:
     """One table as a snapshot sees it, and its keys changed since the previous snapshot: `changed`
     and `removed`.
 
-    A backend that knows the changed keys' values as of the snapshot (the heap backend) gives `changed`
-    as a dict of them, so a delta is written without looking each key up in `entries` again (at
-    millions of keys those lookups were most of the asynchronous part); `removed` then holds the keys
-    removed. Otherwise `changed` is a set of every changed key, removed ones included.
+    A backend that knows the changed keys' values as of the snapshot gives `changed` as a dict of them,
+    so a delta is written without looking each key up in `entries` again (at millions of keys those
+    lookups were most of the asynchronous part); `removed` then holds the keys removed. The disk
+    backend's values are its encoded ones, which `decode` turns back into values. Otherwise `changed`
+    is a set of every changed key, removed ones included.
     """
 
-    __slots__ = ("changed", "entries", "kind", "name", "removed")
+    __slots__ = ("changed", "decode", "entries", "kind", "name", "removed")
 
     def __init__(
         self,
@@ -83,9 +84,10 @@ class FrozenTable:
         entries: Entries,
         changed: set[Any] | dict[Any, Any],
         removed: frozenset[Any] | set[Any] = frozenset(),
+        decode: Callable[[Any], Any] | None = None,
     ) -> None:
         self.name, self.kind, self.entries = name, kind, entries
-        self.changed, self.removed = changed, removed
+        self.changed, self.removed, self.decode = changed, removed, decode
 
 
 class BackendSnapshot(Protocol):

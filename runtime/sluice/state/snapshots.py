@@ -30,7 +30,7 @@ import pickle
 import re
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -201,7 +201,7 @@ class SnapshotWrite:
                 continue
             changes = self.changed.get(table.name, [])
             if all(type(changed) is dict for changed, _ in changes):
-                size += _dump_known(out, table.name, table.kind, changes)
+                size += _dump_known(out, table.name, table.kind, changes, table.decode)
                 continue
             keys = _keys_of(changes)
             if type(entries) is dict:
@@ -258,7 +258,9 @@ def _keys_of(changes: list[Changes]) -> set[Any]:
     return keys
 
 
-def _dump_known(out: _Batched, name: str, kind: str, changes: list[Changes]) -> int:
+def _dump_known(
+    out: _Batched, name: str, kind: str, changes: list[Changes], decode: Callable[[Any], Any] | None
+) -> int:
     """A delta from changes that carry their values: merged oldest first, so the newest value wins."""
     upserts: dict[Any, Any] = {}
     removed: set[Any] = set()
@@ -275,6 +277,8 @@ def _dump_known(out: _Batched, name: str, kind: str, changes: list[Changes]) -> 
     first_removed = list(removed)
     items = iter(upserts.items())
     while chunk := dict(itertools.islice(items, _CHUNK)):
+        if decode is not None:
+            chunk = {key: decode(value) for key, value in chunk.items()}
         size += _dump(out, (name, kind, chunk, first_removed))
         first_removed = []
     if first_removed:
