@@ -211,8 +211,10 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         config = self._producer_config()
         with ThreadPoolExecutor(len(ids), thread_name_prefix="sluice-kafka-fence") as pool:
             producers = list(pool.map(lambda txn_id: fenced_producer(config, txn_id, _TIMEOUT_S), ids))
-        # The next transaction takes slot 0; the other fenced producers are let go.
-        self._idle[ids[0]] = producers[0]
+        # Slots 0 and 1 take turns while a checkpoint's transaction waits for its commit: keeping both
+        # saves creating (and fencing again) slot 1's producer on the task's thread at the first
+        # checkpoint. The other fenced producers are let go.
+        self._idle[ids[0]], self._idle[ids[1]] = producers[0], producers[1]
 
     def _produce_all(self, producer: Producer, records: list[Record]) -> None:
         produce, poll, topic = producer.produce, producer.poll, self.topic
