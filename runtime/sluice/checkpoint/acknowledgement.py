@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sluice._json import Fields, FormatError
-from sluice.checkpoint.metadata import PendingCommit, SubtaskHandle, file_name, key_groups_of, keyed_files_of
-from sluice.state.snapshots import KeyedFile
+from sluice.checkpoint.metadata import (
+    PendingCommit,
+    SubtaskHandle,
+    file_name,
+    key_groups_of,
+    keyed_files_of,
+    protected_files_of,
+)
+from sluice.state.chain_files import KeyedFile
 
 
 def _figure(fields: Fields, name: str) -> float:
@@ -42,6 +49,8 @@ class AckedOperator:
     pending_commits: bool = False
     """A finished operator whose state file holds transactions to commit once the checkpoint completes."""
     keyed_files: tuple[KeyedFile, ...] = ()
+    protected_files: tuple[str, ...] = ()
+    """Shared files the subtask is still writing (a compaction of its chain): kept, never restored."""
     bytes_written: int = 0
     """Bytes written for this checkpoint (the state file and the newest keyed file)."""
     state_size: int = 0
@@ -62,6 +71,8 @@ class AckedOperator:
         }
         if self.keyed_files:
             out["keyedFiles"] = [f.as_json() for f in self.keyed_files]
+        if self.protected_files:
+            out["protectedFiles"] = list(self.protected_files)
         return out
 
     @staticmethod
@@ -76,6 +87,7 @@ class AckedOperator:
             union=fields.flag("union"),
             pending_commits=fields.flag("pendingCommits"),
             keyed_files=keyed_files_of(fields),
+            protected_files=protected_files_of(fields),
             bytes_written=int(_figure(fields, "bytesWritten")),
             state_size=int(_figure(fields, "stateSize")),
         )
@@ -83,7 +95,14 @@ class AckedOperator:
     def handle(self, index: int) -> SubtaskHandle:
         """What `_metadata` keeps of a running operator subtask."""
         return SubtaskHandle(
-            index, self.path, self.size, self.key_groups, self.operator_state, self.union, self.keyed_files
+            index,
+            self.path,
+            self.size,
+            self.key_groups,
+            self.operator_state,
+            self.union,
+            self.keyed_files,
+            self.protected_files,
         )
 
     def commit(self, index: int) -> PendingCommit | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sluice._json import Fields, FormatError, parse_object
 from sluice._states import CheckpointKind, StopMode
-from sluice.state.snapshots import KeyedFile
+from sluice.state.chain_files import KeyedFile, plain_name
 
 METADATA_VERSION = 2
 """2: keyed state backend files (`keyedFiles`), shared between checkpoints; 1 is still read."""
@@ -50,6 +50,21 @@ def keyed_files_of(fields: Fields) -> tuple[KeyedFile, ...]:
         raise FormatError(f"{fields.where}: {err}") from None
 
 
+_MAX_PROTECTED = 64
+
+
+def protected_files_of(fields: Fields) -> tuple[str, ...]:
+    names = fields.array("protectedFiles", [])
+    if len(names) > _MAX_PROTECTED:
+        raise FormatError(
+            f"{fields.where}: 'protectedFiles' lists {len(names)} files, at most {_MAX_PROTECTED}"
+        )
+    try:
+        return tuple(plain_name(name, "protected file name") for name in names)
+    except ValueError as err:
+        raise FormatError(f"{fields.where}: {err}") from None
+
+
 @dataclass(frozen=True)
 class SubtaskHandle:
     """The state a running subtask of an operator checkpointed."""
@@ -65,6 +80,9 @@ class SubtaskHandle:
     union: bool = False
     keyed_files: tuple[KeyedFile, ...] = ()
     """The keyed state backend's chain of files, oldest (full) first."""
+    protected_files: tuple[str, ...] = ()
+    """Files under `shared/` the subtask was still writing (a compaction): kept while this checkpoint
+    is, never read by a restore."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -77,6 +95,8 @@ class SubtaskHandle:
         }
         if self.keyed_files:
             out["keyedFiles"] = [f.as_json() for f in self.keyed_files]
+        if self.protected_files:
+            out["protectedFiles"] = list(self.protected_files)
         return out
 
     @staticmethod
@@ -89,6 +109,7 @@ class SubtaskHandle:
             operator_state=fields.flag("operatorState", True),
             union=fields.flag("union", False),
             keyed_files=keyed_files_of(fields),
+            protected_files=protected_files_of(fields),
         )
 
 
@@ -207,5 +228,6 @@ class CheckpointMetadata:
         return next((op for op in self.operators if op.uid == uid), None)
 
     def shared_names(self) -> set[str]:
-        """The files under the job's shared directory that this checkpoint refers to."""
-        return {f.name for op in self.operators for h in op.subtasks for f in h.keyed_files if f.shared}
+        """The files under the job's shared directory that this checkpoint refers to or protects."""
+        names = {f.name for op in self.operators for h in op.subtasks for f in h.keyed_files if f.shared}
+        return names | {name for op in self.operators for h in op.subtasks for name in h.protected_files}

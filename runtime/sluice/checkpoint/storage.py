@@ -18,7 +18,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
 from sluice.checkpoint.metadata import CheckpointMetadata, SubtaskHandle
-from sluice.state.snapshots import SHARED_DIR, shared_location
+from sluice.state.chain_files import SHARED_DIR, shared_location
 
 log = logging.getLogger(__name__)
 METADATA = "_metadata"

@@ -42,7 +42,7 @@ from sluice.engine.events import (
 )
 from sluice.engine.operators.source import SourceOperator
 from sluice.engine.writer import BATCH_SIZE
-from sluice.state.snapshots import KeyedFile
+from sluice.state.chain_files import KeyedFile
 from sluice.transport.messages import STATE_WRITE, Decline, Message, TaskReport
 
 Report = Callable[[Message], None]
@@ -443,11 +443,13 @@ class StreamTask:
             path = f"{ack.uid}-{self.subtask_index}.state"
             size = await asyncio.to_thread(write_bytes, target, path, ack.data)
         chain: tuple[KeyedFile, ...] = ()
+        protected: tuple[str, ...] = ()
         written = state_size = size
         if ack.keyed is not None:
             keyed = await asyncio.to_thread(ack.keyed.write, target, f"{ack.uid}-{self.subtask_index}")
             ack.keyed.written(keyed)
             chain = tuple(keyed.chain)
+            protected = tuple(keyed.protected)
             written += keyed.written
             state_size += keyed.state_size
         return AckedOperator(
@@ -460,6 +462,7 @@ class StreamTask:
             union=ack.union,
             pending_commits=ack.pending_commits,
             keyed_files=chain,
+            protected_files=protected,
             bytes_written=written,
             state_size=state_size,
         )

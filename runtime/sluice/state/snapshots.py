@@ -6,9 +6,12 @@ references the chain it extends, so it writes what changed, not all state. The f
 under `<checkpoint-dir>/<job-id>/shared/`, shared by the checkpoints that reference them; the
 coordinator deletes one only when no retained checkpoint refers to it (`sluice.checkpoint.storage`).
 
-A chain grows until its deltas add up to more than its full snapshot, or to `MAX_DELTAS` files; the
-next checkpoint then writes a full snapshot (restoring reads the whole chain, so it is kept short).
-Savepoints always write a full snapshot of their own, so a savepoint stays self-contained.
+Once a chain has `MAX_DELTAS` deltas, or deltas larger than its full file, a checkpoint starts a
+compaction of it (`sluice.state.compaction`) that runs beside processing and later checkpoints; the
+first checkpoint after it finished uses the compacted file instead of the files it replaced. A chain
+only gets a full snapshot inside a checkpoint when it has none yet (the first checkpoint after a start
+or a restore) or when compaction fell `MAX_CHAIN` files behind. Savepoints always write a full snapshot
+of their own, so a savepoint stays self-contained.
 
 The chain a checkpoint extends is that of the last checkpoint this subtask knows completed: a delta is
 taken against it and holds the keys changed since then, including those of later checkpoints that did
@@ -18,66 +21,39 @@ A table that changed since the chain's checkpoint but is absent from a delta's s
 window operator drops a window's table when it fires, `sluice.state.windows`): the delta writes its
 changed keys as removed.
 
-A file is a sequence of pickle frames, each small enough that the serializing thread gives the task's
-thread the GIL often: a header, then `(state name, kind, {key: value}, [removed keys])` chunks.
+The files' format is `sluice.state.chain_files`.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-import pickle
 import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
-from sluice._fs import filesystem, join, make_dirs
+from sluice._fs import filesystem, make_dirs
+from sluice.state.chain_files import (
+    CHUNK,
+    Batched,
+    Frame,
+    KeyedFile,
+    dump,
+    file_uri,
+    header,
+    read_frames,
+    shared_location,
+)
+from sluice.state.compaction import Compaction
 from sluice.state.keyed import DELETED, BackendSnapshot
 from sluice.state.keygroups import key_group_for
 
-FORMAT = "sluice-keyed-state"
-SHARED_DIR = "shared"
 MAX_DELTAS = 16
-_CHUNK = 16_384
-_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
-
-
-@dataclass(frozen=True)
-class KeyedFile:
-    """One file of a chain. `shared` files are named under the job's shared directory; the others
-    (a savepoint's) relative to the directory of `_metadata`."""
-
-    name: str
-    size: int
-    full: bool
-    shared: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "size": self.size, "full": self.full, "shared": self.shared}
-
-    @staticmethod
-    def from_json(data: Any) -> KeyedFile:
-        """Checks what a TaskManager or a stored `_metadata` says: a plain file name, a size."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a keyed state file entry must be an object, not {data!r}")
-        name, size = data.get("name"), data.get("size")
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise ValueError(f"keyed state file name {name!r} is not a plain file name")
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise ValueError(f"keyed state file {name} has no valid size: {size!r}")
-        return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")))
-
-
-def shared_location(checkpoint_location: str) -> str:
-    """`<checkpoint-dir>/<job-id>/shared` for the location `<checkpoint-dir>/<job-id>/chk-<n>`."""
-    return join(checkpoint_location.rstrip("/").rsplit("/", 1)[0], SHARED_DIR)
-
-
-def file_uri(location: str, ref: KeyedFile) -> str:
-    return join(shared_location(location), ref.name) if ref.shared else join(location, ref.name)
+MAX_CHAIN = 4 * MAX_DELTAS
+"""A chain this long (compaction not keeping up) is cut by a full snapshot inside the checkpoint."""
 
 
 @dataclass
@@ -86,6 +62,8 @@ class KeyedWrite:
 
     chain: list[KeyedFile]
     written: int
+    protected: list[str] = field(default_factory=list)
+    """Shared files this subtask is still making (a compaction's): the coordinator must keep them."""
 
     @property
     def state_size(self) -> int:
@@ -98,25 +76,44 @@ Changes = tuple[set[Any] | dict[Any, Any], frozenset[Any] | set[Any]]
 
 @dataclass
 class ChangeLog:
-    """Per backend: the chain of the last completed checkpoint and the keys changed since."""
+    """Per backend: the chain of the last completed checkpoint, the keys changed since, and the
+    compaction of that chain under way, if any. Used on the task's thread only."""
 
     confirmed: list[KeyedFile] = field(default_factory=list)
     changes: dict[int, dict[str, Changes]] = field(default_factory=dict)
     """Keys changed per snapshot not yet covered by a completed checkpoint: checkpoint id -> name -> keys."""
     written: dict[int, list[KeyedFile]] = field(default_factory=dict)
+    compaction: Compaction | None = None
 
     def plan(self, snapshot: BackendSnapshot, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
         self.changes[checkpoint_id] = {t.name: (t.changed, t.removed) for t in snapshot.tables}
-        chain = self.confirmed
-        deltas = sum(f.size for f in chain if not f.full)
-        full = savepoint or not chain or len(chain) > MAX_DELTAS or deltas > chain[0].size
+        chain = self.confirmed if savepoint else self._adopt_compacted()
+        full = savepoint or not chain or len(chain) > MAX_CHAIN
+        starts = None
+        if not full and self.compaction is None and _due_for_compaction(chain):
+            starts = self.compaction = Compaction(list(chain), checkpoint_id)
         changed: dict[str, list[Changes]] = {}
         if not full:
             for cid, by_name in self.changes.items():
                 if cid <= checkpoint_id:
                     for name, keys in by_name.items():
                         changed.setdefault(name, []).append(keys)
-        return SnapshotWrite(self, snapshot, checkpoint_id, savepoint, None if full else list(chain), changed)
+        protect = None if savepoint else self.compaction
+        return SnapshotWrite(
+            self, snapshot, checkpoint_id, savepoint, None if full else list(chain), changed, starts, protect
+        )
+
+    def _adopt_compacted(self) -> list[KeyedFile]:
+        """The confirmed chain, or the same state with a finished compaction's file in place of the
+        files it compacted (steps 4 of `sluice.state.compaction`)."""
+        job = self.compaction
+        chain = self.confirmed
+        if job is None or not job.finished:
+            return chain
+        if job.result is not None and chain[: len(job.source)] == job.source:
+            return [job.result, *chain[len(job.source) :]]
+        self.compaction = None  # failed, or its chain was cut by a full snapshot: dropped
+        return chain
 
     def written_for(self, checkpoint_id: int, chain: list[KeyedFile]) -> None:
         self.written[checkpoint_id] = chain
@@ -129,6 +126,26 @@ class ChangeLog:
         self.confirmed = chain
         self.written = {c: f for c, f in self.written.items() if c > checkpoint_id}
         self.changes = {c: k for c, k in self.changes.items() if c > checkpoint_id}
+        job = self.compaction
+        if job is not None and job.result is not None and chain[:1] == [job.result]:
+            self.compaction = None  # adopted by a completed checkpoint: its file is part of the chain
+
+    def dropped(self, job: Compaction) -> None:
+        """A compaction's planning checkpoint was released without being written: it never starts."""
+        if self.compaction is job:
+            self.compaction = None
+        job.cancel()
+
+    def close(self) -> None:
+        """The operator closes: a compaction under way stops and deletes what it wrote."""
+        if self.compaction is not None:
+            self.compaction.cancel()
+            self.compaction = None
+
+
+def _due_for_compaction(chain: list[KeyedFile]) -> bool:
+    deltas = chain[1:]
+    return len(deltas) >= MAX_DELTAS or sum(f.size for f in deltas) > chain[0].size
 
 
 class SnapshotWrite:
@@ -142,6 +159,8 @@ class SnapshotWrite:
         savepoint: bool,
         base: list[KeyedFile] | None,
         changed: dict[str, list[Changes]],
+        starts: Compaction | None = None,
+        protect: Compaction | None = None,
     ) -> None:
         self.log = log
         self.snapshot = snapshot
@@ -149,9 +168,14 @@ class SnapshotWrite:
         self.savepoint = savepoint
         self.base = base
         self.changed = changed
+        self.starts = starts
+        """The compaction this checkpoint planned, started once its own file is written."""
+        self.protect = protect
+        """The compaction whose file the acknowledgement names as protected."""
         self._lock = threading.Lock()
         self._writing = False
         self._released = False
+        self._began = False
 
     @property
     def incremental(self) -> bool:
@@ -161,10 +185,16 @@ class SnapshotWrite:
         with self._lock:
             if self._released:
                 raise RuntimeError("the snapshot was released before it was written")
-            self._writing = True
+            self._writing = self._began = True
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip(".")
         try:
-            return self._write(location, stem)
+            result = self._write(location, stem)
+            if self.protect is not None:
+                result.protected.append(self.protect.file_name(stem))
+            return result
         finally:
+            if self.starts is not None:
+                self.starts.start(location, stem)
             if self._done_writing():
                 # The task let go while this thread was writing (it was cancelled): release now that
                 # nothing reads the frozen view any more.
@@ -177,27 +207,26 @@ class SnapshotWrite:
             return self._released
 
     def _write(self, location: str, stem: str) -> KeyedWrite:
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip(".")
         shared = not self.savepoint
         name = f"{stem}-{self.checkpoint_id}-{uuid.uuid4().hex[:12]}.kv" if shared else f"{stem}.kv"
         ref_dir = shared_location(location) if shared else location
         fs, path = filesystem(ref_dir)
         make_dirs(fs, path)
         with fs.open(f"{path}/{name}", "wb") as handle:
-            batched = _Batched(handle)
+            batched = Batched(handle)
             size = self._write_frames(batched)
             batched.flush()
         new = KeyedFile(name, size, full=self.base is None, shared=shared)
         return KeyedWrite([*(self.base or []), new], size)
 
-    def _write_frames(self, out: _Batched) -> int:
-        size = _dump(out, {"format": FORMAT, "version": 1, "full": self.base is None})
+    def _write_frames(self, out: Batched) -> int:
+        size = dump(out, header(self.base is None))
         for table in self.snapshot.tables:
             entries = table.entries
             if self.base is None:
                 items = iter(entries.items())
-                while chunk := dict(itertools.islice(items, _CHUNK)):
-                    size += _dump(out, (table.name, table.kind, chunk, []))
+                while chunk := dict(itertools.islice(items, CHUNK)):
+                    size += dump(out, (table.name, table.kind, chunk, []))
                 continue
             changes = self.changed.get(table.name, [])
             if all(type(changed) is dict for changed, _ in changes):
@@ -208,7 +237,7 @@ class SnapshotWrite:
                 size += _dump_delta(out, table.name, table.kind, entries, keys)
                 continue
             ordered = iter(keys)
-            while batch := list(itertools.islice(ordered, _CHUNK)):
+            while batch := list(itertools.islice(ordered, CHUNK)):
                 upserts, removed = {}, []
                 for key in batch:
                     value = entries.get(key, DELETED)
@@ -216,12 +245,12 @@ class SnapshotWrite:
                         removed.append(key)
                     else:
                         upserts[key] = value
-                size += _dump(out, (table.name, table.kind, upserts, removed))
+                size += dump(out, (table.name, table.kind, upserts, removed))
         if self.base is not None:
             size += self._write_dropped_tables(out)
         return size
 
-    def _write_dropped_tables(self, out: _Batched) -> int:
+    def _write_dropped_tables(self, out: Batched) -> int:
         """A table changed since the chain's checkpoint but absent now is gone (a fired window): its
         changed keys are written as removed. (A keyed state backend never drops a table.)"""
         present = {table.name for table in self.snapshot.tables}
@@ -230,8 +259,8 @@ class SnapshotWrite:
             if name in present:
                 continue
             gone = list(_keys_of(changes))
-            for start in range(0, len(gone), _CHUNK):
-                size += _dump(out, (name, "value", {}, gone[start : start + _CHUNK]))
+            for start in range(0, len(gone), CHUNK):
+                size += dump(out, (name, "value", {}, gone[start : start + CHUNK]))
         return size
 
     def written(self, result: KeyedWrite) -> None:
@@ -245,9 +274,11 @@ class SnapshotWrite:
             if self._released:
                 return
             self._released = True
-            if self._writing:
-                return
-        self.snapshot.release()
+            began, writing = self._began, self._writing
+        if self.starts is not None and not began:
+            self.log.dropped(self.starts)
+        if not writing:
+            self.snapshot.release()
 
 
 def _keys_of(changes: list[Changes]) -> set[Any]:
@@ -259,7 +290,7 @@ def _keys_of(changes: list[Changes]) -> set[Any]:
 
 
 def _dump_known(
-    out: _Batched, name: str, kind: str, changes: list[Changes], decode: Callable[[Any], Any] | None
+    out: Batched, name: str, kind: str, changes: list[Changes], decode: Callable[[Any], Any] | None
 ) -> int:
     """A delta from changes that carry their values: merged oldest first, so the newest value wins."""
     upserts: dict[Any, Any] = {}
@@ -276,77 +307,29 @@ def _dump_known(
     size = 0
     first_removed = list(removed)
     items = iter(upserts.items())
-    while chunk := dict(itertools.islice(items, _CHUNK)):
+    while chunk := dict(itertools.islice(items, CHUNK)):
         if decode is not None:
             chunk = {key: decode(value) for key, value in chunk.items()}
-        size += _dump(out, (name, kind, chunk, first_removed))
+        size += dump(out, (name, kind, chunk, first_removed))
         first_removed = []
     if first_removed:
-        size += _dump(out, (name, kind, {}, first_removed))
+        size += dump(out, (name, kind, {}, first_removed))
     return size
 
 
-def _dump_delta(out: _Batched, name: str, kind: str, entries: dict[Any, Any], keys: set[Any]) -> int:
+def _dump_delta(out: Batched, name: str, kind: str, entries: dict[Any, Any], keys: set[Any]) -> int:
     """A delta of a dict, with set operations and itemgetter instead of a lookup per key in Python."""
     present = keys & entries.keys()
     removed = list(keys - present)
     size = 0
     ordered = iter(present)
-    while batch := list(itertools.islice(ordered, _CHUNK)):
+    while batch := list(itertools.islice(ordered, CHUNK)):
         values = operator.itemgetter(*batch)(entries) if len(batch) > 1 else (entries[batch[0]],)
-        size += _dump(out, (name, kind, dict(zip(batch, values, strict=True)), removed))
+        size += dump(out, (name, kind, dict(zip(batch, values, strict=True)), removed))
         removed = []
     if removed:
-        size += _dump(out, (name, kind, {}, removed))
+        size += dump(out, (name, kind, {}, removed))
     return size
-
-
-class _Batched:
-    """Collects frames and writes them a few MiB at a time. Each write lets go of the GIL, and getting
-    it back from a busy task thread takes up to a switch interval (5 ms): a write per frame made that
-    wait most of a delta's writing time."""
-
-    _LIMIT = 8 << 20
-
-    def __init__(self, out: BinaryIO) -> None:
-        self._out = out
-        self._frames: list[bytes] = []
-        self._size = 0
-
-    def write(self, data: bytes) -> None:
-        self._frames.append(data)
-        self._size += len(data)
-        if self._size >= self._LIMIT:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._frames:
-            self._out.write(b"".join(self._frames))
-            self._frames, self._size = [], 0
-
-
-def _dump(out: _Batched, frame: Any) -> int:
-    data = pickle.dumps(frame, protocol=5)
-    out.write(data)
-    return len(data)
-
-
-def read_frames(uri: str) -> Iterator[Frame]:
-    fs, path = filesystem(uri)
-    with fs.open(path, "rb") as handle:
-        header = pickle.load(handle)
-        if not isinstance(header, dict) or header.get("format") != FORMAT:
-            raise ValueError(f"{uri} is not a Sluice keyed state file")
-        while True:
-            try:
-                frame = pickle.load(handle)
-            except EOFError:
-                return
-            yield frame
-
-
-Frame = tuple[str, str, dict[Any, Any], list[Any]]
-"""(state name, kind, {key: value}, [removed keys])"""
 
 
 @dataclass(frozen=True)

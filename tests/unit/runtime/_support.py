@@ -16,8 +16,8 @@ from sluice.checkpoint.snapshot import OperatorSnapshot
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_bytes, write_metadata
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.operators.base import StreamOperator
+from sluice.state.chain_files import KeyedFile
 from sluice.state.keygroups import key_group_range
-from sluice.state.snapshots import KeyedFile
 from sluice.transport.messages import ToTaskManager
 
 from ._graphs import graph

@@ -13,10 +13,11 @@ from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from sluice.functions import KeyedContext, KeyedProcessFunction, RuntimeContext
+from sluice.state.chain_files import KeyedFile
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import BACKENDS
 from sluice.state.keygroups import key_group_for, key_group_range
-from sluice.state.snapshots import ChainShare, KeyedFile
+from sluice.state.snapshots import ChainShare
 
 from ._support import start
 

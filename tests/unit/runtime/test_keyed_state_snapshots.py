@@ -12,36 +12,16 @@ from typing import Any
 
 import pytest
 
+from sluice.state import snapshots
+from sluice.state.chain_files import KeyedFile, file_uri, read_frames
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
-from sluice.state.keyed import BACKENDS, FrozenTable, KeyedStateBackend, create_backend
+from sluice.state.keyed import FrozenTable, KeyedStateBackend, create_backend
 from sluice.state.keygroups import key_group_for, key_group_range
-from sluice.state.snapshots import (
-    MAX_DELTAS,
-    ChainShare,
-    ChangeLog,
-    DeferredKeyed,
-    KeyedFile,
-    KeyedWrite,
-    file_uri,
-    read_frames,
-)
+from sluice.state.snapshots import ChainShare, ChangeLog
 
+from ._chains import Subtask, new_backend, restored
 
-@pytest.fixture(params=BACKENDS)
-def new_backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Makes backends of one kind; the disk backend's files go under the test's directory."""
-    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
-    made: list[KeyedStateBackend] = []
-
-    def make() -> KeyedStateBackend:
-        made.append(create_backend(request.param, 128, "test"))
-        return made[-1]
-
-    yield make
-    for backend in made:
-        backend.close()
-    leftovers = list((tmp_path / "local-state").glob("*")) if (tmp_path / "local-state").exists() else []
-    assert leftovers == [], "a closed backend leaves no files behind"
+__all__ = ["new_backend"]  # the fixture, used by name
 
 
 def frozen(backend: KeyedStateBackend) -> dict[str, dict[Any, Any]]:
@@ -159,52 +139,6 @@ def test_each_snapshot_hands_out_the_keys_changed_since_the_previous_one(new_bac
 # -- files --------------------------------------------------------------------------------------------
 
 
-class Subtask:
-    """One keyed subtask's backend and change log, checkpointing into a job directory as a task does."""
-
-    def __init__(self, job_dir: Path, backend: KeyedStateBackend) -> None:
-        self.job_dir = job_dir
-        self.backend = backend
-        self.count = self.backend.value_state(ValueStateDescriptor("count", default=0))
-        self.log = ChangeLog()
-
-    def put(self, keys: range | list[int], value: int) -> None:
-        for key in keys:
-            self.backend.current_key = key
-            self.count.update(value)
-
-    def remove(self, keys: list[int]) -> None:
-        for key in keys:
-            self.backend.current_key = key
-            self.count.clear()
-
-    def checkpoint(
-        self, cid: int, savepoint: bool = False, complete: bool = True, completed_before: int = 0
-    ) -> tuple[str, KeyedWrite]:
-        """`completed_before`: the newest completed checkpoint when this one was triggered (its barrier
-        says so); `complete`: this one completes and the subtask hears of it at once."""
-        location = (self.job_dir / (f"savepoint-{cid}" if savepoint else f"chk-{cid}")).as_uri()
-        deferred = DeferredKeyed(self.log, self.backend.begin_snapshot())
-        write = deferred.plan(cid, savepoint, completed_before)
-        result = write.write(location, "count-0")
-        write.written(result)
-        write.release()
-        if complete:
-            self.log.confirm(cid)
-        return location, result
-
-
-def restored(location: str, chain: list[KeyedFile], groups: range | None = None) -> dict[Any, Any]:
-    """The 'count' entries a subtask owning key groups `groups` restores from `chain`."""
-    entries: dict[Any, Any] = {}
-    for name, _, upserts, removed in ChainShare(location, chain, groups, 128).frames():
-        assert name == "count"
-        entries.update(upserts)
-        for key in removed:
-            entries.pop(key, None)
-    return entries
-
-
 def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(
     tmp_path: Path, new_backend: Any
 ) -> None:
@@ -263,15 +197,16 @@ def test_keys_put_and_removed_over_checkpoints_that_did_not_complete_end_as_last
 
 
 def test_a_checkpoint_extends_the_newest_completed_chain_even_before_the_notice_of_it_arrives(
-    tmp_path: Path, new_backend: Any
+    tmp_path: Path, new_backend: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The notice of a completion comes on the subtask's own connection, and may come after the next
     checkpoint's barrier. Once checkpoint 3 completed, the coordinator keeps its files and deletes the
     older ones (one retained checkpoint): checkpoint 4 must not be a delta on checkpoint 2's chain."""
+    monkeypatch.setattr(snapshots, "MAX_CHAIN", 1)  # checkpoint 3 cuts the chain with a full snapshot
     task = Subtask(tmp_path, new_backend())
     task.put(range(10), 1)
     task.checkpoint(1)
-    task.put(range(10, 400), 2)  # a delta larger than the full snapshot: the next one is full
+    task.put(range(10, 400), 2)
     task.checkpoint(2)
     task.put([0], 3)
     _, third = task.checkpoint(3, complete=False, completed_before=2)  # completes; its notice is late
@@ -300,21 +235,6 @@ def test_a_savepoint_is_full_and_private_and_leaves_the_chain_alone(tmp_path: Pa
     location, third = task.checkpoint(3)
     assert len(third.chain) == 2
     assert restored(location, third.chain)[1] == 2
-
-
-def test_a_chain_whose_deltas_outgrow_its_full_snapshot_starts_again(
-    tmp_path: Path, new_backend: Any
-) -> None:
-    task = Subtask(tmp_path, new_backend())
-    task.put(range(100), 0)
-    task.checkpoint(1)
-    lengths = []
-    for cid in range(2, 2 + MAX_DELTAS + 3):
-        task.put(range(10), cid)
-        _, result = task.checkpoint(cid)
-        lengths.append(len(result.chain))
-    assert max(lengths) <= MAX_DELTAS + 1
-    assert 1 in lengths, "a full snapshot is written again once the deltas add up"
 
 
 def test_restore_of_a_chain_at_another_parallelism_keeps_only_the_subtasks_key_groups(

@@ -44,6 +44,8 @@ class Keyed:
         result = write.write(location, f"count-{self.index}")
         write.written(result)
         write.release()
+        if write.starts is not None:
+            assert write.starts.wait(30), "the compaction this checkpoint started finishes"
         groups = key_group_range(self.index, 128, 2)
         # As it comes off the wire, through the coordinator's parser.
         return Acknowledgement.from_json(
@@ -66,6 +68,7 @@ class Keyed:
                         "path": None,
                         "size": 0,
                         "keyedFiles": [f.as_json() for f in result.chain],
+                        "protectedFiles": result.protected,
                         "bytesWritten": result.written,
                         "stateSize": result.state_size,
                     }
@@ -269,5 +272,33 @@ def test_files_of_a_checkpoint_triggered_while_retention_runs_are_not_collected(
             coord.on_ack(ack)
         await coord.settle()
         assert damage(second.location) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_compactions_file_is_kept_while_a_retained_checkpoint_protects_it(tmp_path: Path) -> None:
+    """The compacted file is written after the checkpoint that planned it was acknowledged, and no chain
+    refers to it until a later checkpoint adopts it: the acknowledgements name it meanwhile."""
+
+    async def scenario() -> None:
+        job = Job(tmp_path)
+        job.put(range(1000), 1)
+        await job.checkpoint()
+        while job.subtasks[0].log.compaction is None:
+            job.put(range(3), 2)
+            planning = await job.checkpoint()
+        handles = planning.operators[0].subtasks
+        protected = {name for h in handles for name in h.protected_files}
+        assert len(protected) == 2, "one compaction per subtask"
+        assert protected <= shared_files(tmp_path), "kept, though no chain refers to it yet"
+        assert not protected & {f.name for h in handles for f in h.keyed_files}
+        adopting = await job.checkpoint()
+        assert {h.keyed_files[0].name for h in adopting.operators[0].subtasks} == protected
+        # A failover: new subtasks start over from nothing and protect nothing; once their checkpoint
+        # completes, the old chains and compacted files go.
+        job.subtasks = [Keyed(0), Keyed(1)]
+        job.put(range(10), 3)
+        fresh = await job.checkpoint()
+        assert shared_files(tmp_path) == {f.name for h in fresh.operators[0].subtasks for f in h.keyed_files}
 
     asyncio.run(scenario())

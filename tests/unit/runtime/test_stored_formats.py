@@ -16,7 +16,7 @@ from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, PendingCommit, SubtaskHandle
 from sluice.checkpoint.storage import damage, read_metadata, write_metadata
 from sluice.coordinator.result_store import JobResult, read_result, result_uri
-from sluice.state.snapshots import KeyedFile
+from sluice.state.chain_files import KeyedFile
 
 HANDLE = {"index": 0, "path": "a-0.state", "size": 3, "keyGroups": [0, 63], "operatorState": True}
 ENTRY = {
@@ -78,6 +78,9 @@ def test_metadata_reads_as_written() -> None:
         (("operators", 0, "subtasks", 0, "size"), True, "'size' must be an integer, not a boolean"),
         (("operators", 0, "subtasks", 0, "keyGroups"), [5, 2], "'keyGroups' must be null or [first, last]"),
         (("operators", 0, "subtasks", 0, "keyedFiles"), [{"name": "/x", "size": 1}], "not a plain file"),
+        (("operators", 0, "subtasks", 0, "protectedFiles"), ["../chk-3/_metadata"], "not a plain file"),
+        (("operators", 0, "subtasks", 0, "protectedFiles"), [7], "not a plain file"),
+        (("operators", 0, "subtasks", 0, "protectedFiles"), ["a.kv"] * 65, "at most 64"),
     ],
 )
 def test_malformed_metadata_is_refused_naming_the_field(
@@ -147,6 +150,10 @@ def ack_message(**operator: Any) -> dict[str, Any]:
 def test_an_acknowledgement_reads_as_sent() -> None:
     sent = Acknowledgement(4, 0, 1, (AckedOperator("a", False, "a-0.state", 3, (0, 9)),), True, 1.5, 2.0)
     assert Acknowledgement.from_json(json.loads(json.dumps(sent.to_json()))) == sent
+    protecting = AckedOperator("a", False, None, 0, (0, 9), protected_files=("a-0-4-5f1c2a9e0b7d.kv",))
+    sent = Acknowledgement(4, 0, 1, (protecting,), False)
+    received = Acknowledgement.from_json(json.loads(json.dumps(sent.to_json())))
+    assert received == sent and received.operators[0].handle(1).protected_files == protecting.protected_files
 
 
 @pytest.mark.parametrize(
@@ -156,6 +163,8 @@ def test_an_acknowledgement_reads_as_sent() -> None:
         ({"path": "../chk-3/a-0.state"}, "must be a plain file name"),
         ({"finished": None}, "'finished' must be true or false"),
         ({"keyedFiles": "all"}, "'keyedFiles' must be an array"),
+        ({"protectedFiles": ["x/../../etc"]}, "not a plain file name"),
+        ({"protectedFiles": "a.kv"}, "'protectedFiles' must be an array"),
     ],
 )
 def test_a_malformed_acknowledgement_is_refused(operator: dict[str, Any], problem: str) -> None:

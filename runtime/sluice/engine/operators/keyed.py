@@ -183,6 +183,7 @@ class KeyedProcessOperator(UdfOperator):
         try:
             super().close()
         finally:
+            self._changes.close()
             backend = self.ctx.keyed_backend
             if backend is not None:
                 backend.close()

@@ -149,9 +149,14 @@ class WindowOperator(StreamOperator):
             # Nothing open and nothing fired since the last snapshot: no files, and the chain written so
             # far ends here. Once this checkpoint completes the coordinator may delete its files, so the
             # next snapshot is a full one, not a delta on them.
+            self._changes.close()
             self._changes = ChangeLog()
             return None
         return OperatorSnapshot(deferred=DeferredKeyed(self._changes, self.accumulators.begin_snapshot()))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self._changes.confirm(checkpoint_id)
+
+    def close(self) -> None:
+        self._changes.close()
+        super().close()

@@ -1,0 +1,121 @@
+"""The files of keyed state chains: what one file holds, where it lives, how it is written and read.
+
+A file is a sequence of pickle frames, each small enough that the serializing thread gives the task's
+thread the GIL often: a header, then `(state name, kind, {key: value}, [removed keys])` chunks. Within
+one file a key appears at most once (in a frame's entries or in its removed keys), which is what lets
+`sluice.state.compaction` merge a chain newest file first.
+
+Files written for checkpoints are *shared*: they live under `<checkpoint-dir>/<job-id>/shared/`, named
+`<stem>-<checkpoint id>-<hex>.kv`; the coordinator reads the checkpoint id back from the name when it
+collects the files no checkpoint refers to (`sluice.checkpoint.storage.collect_shared`). A savepoint's
+files live beside its `_metadata`.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from sluice._fs import filesystem, join
+
+FORMAT = "sluice-keyed-state"
+SHARED_DIR = "shared"
+CHUNK = 16_384
+"""Entries per frame."""
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+Frame = tuple[str, str, dict[Any, Any], list[Any]]
+"""(state name, kind, {key: value}, [removed keys])"""
+
+
+def plain_name(name: Any, what: str) -> str:
+    """Checks a file name read from an acknowledgement or a stored `_metadata`: no path, no dot first."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"{what} {name!r} is not a plain file name")
+    return name
+
+
+@dataclass(frozen=True)
+class KeyedFile:
+    """One file of a chain. `shared` files are named under the job's shared directory; the others
+    (a savepoint's) relative to the directory of `_metadata`."""
+
+    name: str
+    size: int
+    full: bool
+    shared: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "size": self.size, "full": self.full, "shared": self.shared}
+
+    @staticmethod
+    def from_json(data: Any) -> KeyedFile:
+        """Checks what a TaskManager or a stored `_metadata` says: a plain file name, a size."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a keyed state file entry must be an object, not {data!r}")
+        name = plain_name(data.get("name"), "keyed state file name")
+        size = data.get("size")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError(f"keyed state file {name} has no valid size: {size!r}")
+        return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")))
+
+
+def shared_location(checkpoint_location: str) -> str:
+    """`<checkpoint-dir>/<job-id>/shared` for the location `<checkpoint-dir>/<job-id>/chk-<n>`."""
+    return join(checkpoint_location.rstrip("/").rsplit("/", 1)[0], SHARED_DIR)
+
+
+def file_uri(location: str, ref: KeyedFile) -> str:
+    return join(shared_location(location), ref.name) if ref.shared else join(location, ref.name)
+
+
+def header(full: bool) -> dict[str, Any]:
+    return {"format": FORMAT, "version": 1, "full": full}
+
+
+class Batched:
+    """Collects frames and writes them a few MiB at a time. Each write lets go of the GIL, and getting
+    it back from a busy task thread takes up to a switch interval (5 ms): a write per frame made that
+    wait most of a delta's writing time."""
+
+    _LIMIT = 8 << 20
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._frames: list[bytes] = []
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        self._frames.append(data)
+        self._size += len(data)
+        if self._size >= self._LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._frames:
+            self._out.write(b"".join(self._frames))
+            self._frames, self._size = [], 0
+
+
+def dump(out: Batched, frame: Any) -> int:
+    """Writes one frame (or the header); returns its size in bytes."""
+    data = pickle.dumps(frame, protocol=5)
+    out.write(data)
+    return len(data)
+
+
+def read_frames(uri: str) -> Iterator[Frame]:
+    fs, path = filesystem(uri)
+    with fs.open(path, "rb") as handle:
+        head = pickle.load(handle)
+        if not isinstance(head, dict) or head.get("format") != FORMAT:
+            raise ValueError(f"{uri} is not a Sluice keyed state file")
+        while True:
+            try:
+                frame = pickle.load(handle)
+            except EOFError:
+                return
+            yield frame

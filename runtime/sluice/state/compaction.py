@@ -1,0 +1,138 @@
+"""Compaction of a chain of keyed state files into one full file, beside checkpointing.
+
+A chain grows by a delta per checkpoint and must be cut back now and then, or restoring reads more and
+more. Writing a full snapshot inside a checkpoint did that, but at millions of keys the full write took
+seconds, and no checkpoint could start meanwhile. Here the full file is made apart from any checkpoint,
+in a thread of its own, from the chain's files alone (Flink's changelog backend does the same with its
+"materialization"): it reads neither the backend nor its frozen views, so it pins no LMDB read
+transaction (whose pinned pages grew the store's file) and holds no copy-on-write generation of the heap.
+
+The merge reads the chain newest file first. A key met once is settled: its newest entry is written (or,
+if it was removed, nothing), and older files' entries for it are skipped. So it holds the keys of the
+deltas in memory, never their values and never the keys of the full file, which it reads last.
+
+How a compaction lives, in the order of its steps (`sluice.state.snapshots.ChangeLog` drives it):
+
+1. planned by a checkpoint `c` whose confirmed chain is due for it (too many deltas, or deltas larger
+   than its full file); the file's name carries `c`, so while `c` is pending the coordinator keeps it;
+2. started by checkpoint `c`'s write, once its own delta is written;
+3. named in the `protectedFiles` of every acknowledgement from then on, so that every checkpoint the
+   coordinator retains names it and `collect_shared` leaves the unfinished file alone;
+4. adopted by the first checkpoint planned after it finished whose confirmed chain still starts with
+   the compacted files: that checkpoint's chain is the compacted file, then the deltas written since;
+5. done once a checkpoint whose chain starts with it completes; from then on the chain refers to it.
+
+A compaction that fails, or whose chain was replaced meanwhile (a full snapshot written after all), is
+dropped: no acknowledgement names it any more and the coordinator deletes its file like any other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+
+from sluice._fs import filesystem, make_dirs
+from sluice.state.chain_files import Batched, KeyedFile, dump, file_uri, header, read_frames, shared_location
+
+log = logging.getLogger(__name__)
+
+
+class Cancelled(Exception):
+    """The compaction's operator closed."""
+
+
+def compact(uris: list[str], out: Batched, cancelled: Callable[[], bool] = lambda: False) -> int:
+    """Writes the state the chain `uris` (full file first) restores as one full file; returns its size."""
+    settled: dict[str, set[object]] = {}
+    kinds: dict[str, str] = {}
+    size = dump(out, header(True))
+    for position in range(len(uris) - 1, -1, -1):
+        oldest = position == 0  # the full file: nothing older to settle keys for
+        for name, kind, entries, removed in read_frames(uris[position]):
+            if cancelled():
+                raise Cancelled
+            known = settled.setdefault(name, set())
+            if entries:
+                fresh = entries.keys() - known if known else None
+                kept = (
+                    entries if fresh is None or len(fresh) == len(entries) else {k: entries[k] for k in fresh}
+                )
+                if kept:
+                    size += dump(out, (name, kinds.setdefault(name, kind), kept, []))
+                if not oldest:
+                    known.update(entries.keys())
+            if removed and not oldest:
+                known.update(removed)
+    return size
+
+
+class Compaction:
+    """One compaction of a subtask's chain `source`, planned by checkpoint `checkpoint_id`."""
+
+    def __init__(self, source: list[KeyedFile], checkpoint_id: int) -> None:
+        self.source = source
+        self.checkpoint_id = checkpoint_id
+        self._token = uuid.uuid4().hex[:12]
+        self.result: KeyedFile | None = None
+        self.started = False
+        self._done = threading.Event()
+        self._cancelled = False
+
+    def file_name(self, stem: str) -> str:
+        """Its file's name: fixed when planned, so each acknowledgement can name it before it exists."""
+        return f"{stem}-{self.checkpoint_id}-{self._token}.kv"
+
+    @property
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def start(self, location: str, stem: str) -> None:
+        """Runs the compaction in a thread of its own; `location` is the planning checkpoint's."""
+        if self.started:
+            return
+        self.started = True
+        thread = threading.Thread(
+            target=self._run,
+            args=(location, stem),
+            name=f"compaction-{stem}-{self.checkpoint_id}",
+            daemon=True,
+        )
+        thread.start()
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if not self.started:
+            self._done.set()
+
+    def _run(self, location: str, stem: str) -> None:
+        name = self.file_name(stem)
+        fs, directory = filesystem(shared_location(location))
+        path = f"{directory}/{name}"
+        try:
+            make_dirs(fs, directory)
+            with fs.open(path, "wb") as handle:
+                out = Batched(handle)
+                size = compact([file_uri(location, ref) for ref in self.source], out, lambda: self._cancelled)
+                out.flush()
+            self.result = KeyedFile(name, size, full=True, shared=True)
+        except Cancelled:
+            with contextlib.suppress(OSError):
+                fs.rm(path)
+        except Exception as err:
+            # The chain stays as it is and grows until a later compaction or a full snapshot cuts it:
+            # nothing is lost, restoring only reads more.
+            log.warning(
+                "compacting %d keyed state files of %s failed: %s: %s",
+                len(self.source),
+                stem,
+                type(err).__name__,
+                err,
+            )
+        finally:
+            self._done.set()
