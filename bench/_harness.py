@@ -41,6 +41,42 @@ def peak_rss_bytes(pid: int) -> int:
     return 0
 
 
+def _rss_bytes(pid: int) -> int:
+    """The process's resident set now (VmRSS), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def with_children_rss_bytes(pid: int) -> int:
+    """The resident set now of a process and its child processes (a TaskManager's compaction process,
+    which its pod's memory counts as well)."""
+    children: list[int] = []
+    try:
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/children") as listed:
+                children += [int(c) for c in listed.read().split()]
+    except OSError:
+        pass
+    return _rss_bytes(pid) + sum(_rss_bytes(c) for c in children if _has_run(c))
+
+
+def _has_run(pid: int) -> bool:
+    """Whether a child has become its own program. Until its exec, a child started with vfork shares
+    its parent's memory and reports the parent's resident set as its own: counting it would count the
+    parent twice."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"sluice.state._compactor" in cmdline.read()
+    except OSError:
+        return False
+
+
 class BenchJob:
     def __init__(self, pipeline: Path, *options: str, env: dict[str, str] | None = None) -> None:
         self.started = time.monotonic()
@@ -66,6 +102,7 @@ class BenchJob:
         self.token: str | None = None
         self.lines: list[str] = []
         self.peaks: dict[int, int] = {}
+        self.tree_peaks: dict[int, int] = {}
         self.cpu: dict[int, float] = {}
         self._ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -91,6 +128,7 @@ class BenchJob:
                 for tm in self.get("/v1/job")["taskManagers"]:
                     pid = tm["pid"]
                     self.peaks[pid] = max(self.peaks.get(pid, 0), peak_rss_bytes(pid))
+                    self.tree_peaks[pid] = max(self.tree_peaks.get(pid, 0), with_children_rss_bytes(pid))
                     self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu_seconds(pid))
             except OSError:
                 pass
@@ -127,6 +165,10 @@ class BenchJob:
 
     def max_peak_rss(self) -> int:
         return max(self.peaks.values(), default=0)
+
+    def max_peak_rss_with_children(self) -> int:
+        """The most a TaskManager and its child processes held at once (sampled every 50 ms)."""
+        return max(self.tree_peaks.values(), default=0)
 
 
 def environment_note() -> str:

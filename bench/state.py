@@ -1,23 +1,30 @@
 """Benchmark W4: keyed state at 10k, 2M and 20M keys, checkpointing every second, one command.
 
     .venv/bin/python bench/state.py [--keys 10000,2000000,20000000] [--seconds 60]
-        [--state-backend heap,heap,disk] [--kill / --no-kill] [--peer / --no-peer]
+        [--state-backend heap,heap,disk] [--kill / --no-kill] [--fill] [--peer / --no-peer]
 
 For each key count, `sluice run --host processes --parallelism 2 --checkpoint-interval 1s` runs
 bench/_state_w4.py (a generator keyed by `i % keys` into a keyed process function counting per key in
 ValueState, nothing emitted) for `--seconds` after its first record, then is cancelled. Reported:
-records/s through the counting operator over the run (after a warm-up of a fifth of it), checkpoint
-duration p50/max, the synchronous part p50/max (the time record processing stopped for the snapshot),
-bytes written per checkpoint (p50), the full state size of the last checkpoint, and the peak RSS of a
-TaskManager. At the end of the largest key count a TaskManager is SIGKILLed and the time until the
-restarted job counts records again is reported. By default 10k and 2M keys use the heap backend (the
-default of `sluice run`) and 20M keys the disk backend. Then the peer, Spark Structured Streaming with
+records/s through the counting operator over the run (after a warm-up of a fifth of it), the keys in
+state at its end, how many checkpoints completed while it was timed and the longest time between two
+completions (is there one every interval?), checkpoint duration p50/max, the synchronous part
+p50/max (the time record processing stopped for the snapshot), bytes written per checkpoint (p50), the
+full state size of the last checkpoint, and the peak RSS of a TaskManager (alone, and sampled with
+its compaction process's). At the end of the largest
+key count a TaskManager is SIGKILLed and the time until the restarted job counts records again is
+reported. By default 10k and 2M keys use the heap backend (the default of `sluice run`) and 20M keys
+the disk backend. Then the peer, Spark Structured Streaming with
 the RocksDB state store, on the same count (bench/_state_spark.py).
+
+In 60 s the largest key count does not reach every key; `--fill` times its run only once every key is
+in state (a record then updates a key it holds, rather than adding one).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import signal
@@ -55,7 +62,9 @@ def _recover(job: BenchJob) -> float:
         time.sleep(0.05)
 
 
-def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill: bool) -> dict[str, Any]:
+def run_sluice(
+    keys: int, seconds: float, work: Path, backend: str | None, kill: bool, fill: bool = False
+) -> dict[str, Any]:
     chk = work / f"chk-{keys}-{time.monotonic_ns()}"
     options = ["--arg", f"keys={keys}", "--parallelism", "2", "--host", "processes"]
     options += ["--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s", "--job-id", "w4"]
@@ -66,11 +75,17 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill:
         job.wait_ready()
         while _records_in(job) == 0:
             time.sleep(0.1)
+        filled_s = None
+        if fill:  # every key in state before the run is timed: each record then updates a known key
+            started = time.monotonic()
+            while _records_in(job) < keys:
+                time.sleep(0.5)
+            filled_s = time.monotonic() - started
         warmup = seconds / 5
         time.sleep(warmup)
-        t0, n0 = time.monotonic(), _records_in(job)
+        t0, n0, t0_ms = time.monotonic(), _records_in(job), time.time() * 1000
         time.sleep(seconds - warmup)
-        t1, n1 = time.monotonic(), _records_in(job)
+        t1, n1, t1_ms = time.monotonic(), _records_in(job), time.time() * 1000
         history = job.get("/v1/checkpoints")["history"]
         recovery = _recover(job) if kill else None
         job.post("/v1/job/cancel", {})
@@ -80,6 +95,10 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill:
             job.process.kill()
         shutil.rmtree(chk, ignore_errors=True)
     done = [c for c in history if c["status"] == "COMPLETED" and c["kind"] == "checkpoint"]
+    # Whether a checkpoint completed every interval: completions while the run was timed, against the
+    # seconds it was timed, and the longest time between two completions in the whole run.
+    ends = sorted(c["completionTime"] for c in done)
+    timed = [e for e in ends if t0_ms <= e <= t1_ms]
     failed = sum(c["status"] == "FAILED" for c in history)
     durations = [c["completionTime"] - c["triggerTime"] for c in done]
     sync = [c["syncMs"] for c in done if c.get("syncMs") is not None]
@@ -95,6 +114,11 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill:
         "keys": keys,
         "records_per_s": (n1 - n0) / (t1 - t0),
         "checkpoints": len(done),
+        "timed_completions": len(timed),
+        "timed_s": (t1_ms - t0_ms) / 1000,
+        "longest_gap_ms": max((b - a for a, b in itertools.pairwise(ends)), default=None),
+        "keys_in_state": min(n1, keys),
+        "filled_s": filled_s,
         "failed": failed,
         "duration_ms": (statistics.median(durations), max(durations)) if durations else None,
         "sync_ms": (statistics.median(sync), max(sync)) if sync else None,
@@ -102,6 +126,7 @@ def run_sluice(keys: int, seconds: float, work: Path, backend: str | None, kill:
         "written_p50": statistics.median(written) if written else None,
         "state_size": full[0] if full else None,
         "peak_rss": job.max_peak_rss(),
+        "peak_rss_with_compaction": job.max_peak_rss_with_children(),
         "backend": backend or "heap",
         "recovery_s": recovery,
     }
@@ -138,6 +163,12 @@ def main() -> None:
         default=True,
         help="at the end of the largest key count, SIGKILL a TaskManager and time the recovery",
     )
+    parser.add_argument(
+        "--fill",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="at the largest key count, time the run only once every key is in state",
+    )
     parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--sluice", action=argparse.BooleanOptionalAction, default=True, help="--no-sluice: peer only"
@@ -151,16 +182,22 @@ def main() -> None:
         backends = args.state_backend.split(",")
         for i, k in enumerate(keys if args.sluice else []):
             backend = backends[min(i, len(backends) - 1)]
-            rows.append(run_sluice(k, args.seconds, work, backend, args.kill and i == len(keys) - 1))
+            last = i == len(keys) - 1
+            rows.append(run_sluice(k, args.seconds, work, backend, args.kill and last, args.fill and last))
             base = rows[0]["records_per_s"]
             r = rows[-1]
             print(
                 f"keys {k:,}: {r['records_per_s']:,.0f} records/s ({r['records_per_s'] / base:.2f}x), "
-                f"checkpoints {r['checkpoints']} completed / {r['failed']} failed, duration p50/max "
+                f"keys in state {r['keys_in_state']:,}"
+                + ("" if r["filled_s"] is None else f" (filled in {r['filled_s']:.0f} s before timing)")
+                + f", checkpoints {r['checkpoints']} completed / {r['failed']} failed, "
+                f"{r['timed_completions']} completed in the {r['timed_s']:.0f} s timed, longest time "
+                f"between completions {r['longest_gap_ms'] or 0:,.0f} ms, duration p50/max "
                 f"{_pair(r['duration_ms'])} ms ({_parts(r['parts_p50'])}), "
                 f"sync p50/max {_pair(r['sync_ms'])} ms, written p50 "
                 f"{_mib(r['written_p50'])}, state {_mib(r['state_size'])}, TaskManager peak RSS "
-                f"{_mib(r['peak_rss'])} ({r['backend']} backend)"
+                f"{_mib(r['peak_rss'])}, with its compaction process {_mib(r['peak_rss_with_compaction'])} "
+                f"({r['backend']} backend)"
                 + ("" if r["recovery_s"] is None else f", recovery after SIGKILL {r['recovery_s']:.1f} s"),
                 flush=True,
             )
@@ -185,7 +222,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     print(
         "\n| keys | backend | records/s | vs 10k | checkpoint p50 / max ms | sync part p50 / max ms "
-        "| written per checkpoint p50 | full state | TaskManager peak RSS | peer records/s | Sluice / peer |"
+        "| written per checkpoint p50 | full state | TaskManager peak RSS (alone / with compaction) "
+        "| peer records/s | Sluice / peer |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     base = rows[0]["records_per_s"] if rows else 0.0
@@ -197,7 +235,7 @@ def main() -> None:
             f"| {r['keys']:,} | {r['backend']} | {r['records_per_s']:,.0f} "
             f"| {r['records_per_s'] / base:.2f}x "
             f"| {_pair(r['duration_ms'])} | {_pair(r['sync_ms'])} | {_mib(r['written_p50'])} "
-            f"| {_mib(r['state_size'])} | {_mib(r['peak_rss'])} "
+            f"| {_mib(r['state_size'])} | {_mib(r['peak_rss'])} / {_mib(r['peak_rss_with_compaction'])} "
             f"| {shown} "
             f"| {ratio} |"
         )

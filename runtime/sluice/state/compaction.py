@@ -3,9 +3,10 @@
 A chain grows by a delta per checkpoint and must be cut back now and then, or restoring reads more and
 more. Writing a full snapshot inside a checkpoint did that, but at millions of keys the full write took
 seconds, and no checkpoint could start meanwhile. Here the full file is made apart from any checkpoint,
-in a thread of its own, from the chain's files alone (Flink's changelog backend does the same with its
-"materialization"): it reads neither the backend nor its frozen views, so it pins no LMDB read
-transaction (whose pinned pages grew the store's file) and holds no copy-on-write generation of the heap.
+by a process of its own (`sluice.state._compactor`, watched by a thread), from the chain's files alone
+(Flink's changelog backend does the same with its "materialization"): it reads neither the backend nor
+its frozen views, so it pins no LMDB read transaction (whose pinned pages grew the store's file) and
+holds no copy-on-write generation of the heap, and it takes nothing from the task's thread's GIL.
 
 The merge reads the chain newest file first. A key met once is settled: its newest entry is written (or,
 if it was removed, nothing), and older files' entries for it are skipped. So it holds the keys of the
@@ -29,15 +30,21 @@ dropped: no acknowledgement names it any more and the coordinator deletes its fi
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable
 
-from sluice._fs import filesystem, make_dirs
+import sluice
+from sluice._fs import filesystem, join
 from sluice.state.chain_files import Batched, KeyedFile, dump, file_uri, header, read_frames, shared_location
 
 log = logging.getLogger(__name__)
+_POLL_S = 0.2
 
 
 class Cancelled(Exception):
@@ -77,6 +84,9 @@ class Compaction:
         self.checkpoint_id = checkpoint_id
         self._token = uuid.uuid4().hex[:12]
         self.result: KeyedFile | None = None
+        self.peak_rss_bytes = 0
+        """The compaction process's peak resident set, once it finished."""
+        self.child: subprocess.Popen[bytes] | None = None
         self.started = False
         self._done = threading.Event()
         self._cancelled = False
@@ -93,7 +103,8 @@ class Compaction:
         return self._done.wait(timeout)
 
     def start(self, location: str, stem: str) -> None:
-        """Runs the compaction in a thread of its own; `location` is the planning checkpoint's."""
+        """Starts the compaction process and a thread that waits for it; `location` is the planning
+        checkpoint's."""
         if self.started:
             return
         self.started = True
@@ -112,18 +123,9 @@ class Compaction:
 
     def _run(self, location: str, stem: str) -> None:
         name = self.file_name(stem)
-        fs, directory = filesystem(shared_location(location))
-        path = f"{directory}/{name}"
+        output = join(shared_location(location), name)
         try:
-            make_dirs(fs, directory)
-            with fs.open(path, "wb") as handle:
-                out = Batched(handle)
-                size = compact([file_uri(location, ref) for ref in self.source], out, lambda: self._cancelled)
-                out.flush()
-            self.result = KeyedFile(name, size, full=True, shared=True)
-        except Cancelled:
-            with contextlib.suppress(OSError):
-                fs.rm(path)
+            self.result = self._in_child([file_uri(location, ref) for ref in self.source], output, name)
         except Exception as err:
             # The chain stays as it is and grows until a later compaction or a full snapshot cuts it:
             # nothing is lost, restoring only reads more.
@@ -136,3 +138,54 @@ class Compaction:
             )
         finally:
             self._done.set()
+
+    def _in_child(self, inputs: list[str], output: str, name: str) -> KeyedFile | None:
+        """Runs `sluice.state._compactor` and waits for it; kills it when cancelled."""
+        child = subprocess.Popen(
+            [sys.executable, "-m", "sluice.state._compactor"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_child_environment(),
+        )
+        self.child = child
+        request: bytes | None = json.dumps({"inputs": inputs, "output": output}).encode()
+        try:
+            while True:
+                try:
+                    # Called again after a timeout, communicate() goes on where it was.
+                    answer, problem = child.communicate(request, timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    request = None
+                    if self._cancelled:
+                        child.kill()
+                        child.wait()
+                        _remove(output)
+                        return None
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        if child.returncode != 0:
+            _remove(output)
+            last = problem.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"the compaction process exited with {child.returncode}: {last[0]}")
+        figures = json.loads(answer)
+        self.peak_rss_bytes = int(figures["peakRssBytes"])
+        return KeyedFile(name, int(figures["size"]), full=True, shared=True)
+
+
+def _child_environment() -> dict[str, str]:
+    """The TaskManager's environment, with the directory sluice was imported from on the path (it may
+    have come from a zip Spark shipped, not from an installed package)."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(sluice.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _remove(uri: str) -> None:
+    fs, path = filesystem(uri)
+    with contextlib.suppress(OSError):
+        fs.rm(path)

@@ -84,13 +84,24 @@ class ChangeLog:
     """Keys changed per snapshot not yet covered by a completed checkpoint: checkpoint id -> name -> keys."""
     written: dict[int, list[KeyedFile]] = field(default_factory=dict)
     compaction: Compaction | None = None
+    restored_from: str | None = None
+    """The shared directory of a restored chain that `confirmed` still is (see `extend_restored`)."""
+
+    def extend_restored(self, chain: list[KeyedFile], location: str) -> None:
+        """The backend holds exactly the state of `chain`, restored from the checkpoint at `location`:
+        later checkpoints may write deltas on it instead of a full snapshot first. Only if they are
+        written beside it (a failover of the same job, whose checkpoints keep the restored one's files
+        while they refer to them); a job started from another job's checkpoint does not own its files,
+        and its first checkpoint is full (as Flink's NO_CLAIM restore mode)."""
+        self.confirmed = list(chain)
+        self.restored_from = shared_location(location)
 
     def plan(self, snapshot: BackendSnapshot, checkpoint_id: int, savepoint: bool) -> SnapshotWrite:
         self.changes[checkpoint_id] = {t.name: (t.changed, t.removed) for t in snapshot.tables}
         chain = self.confirmed if savepoint else self._adopt_compacted()
         full = savepoint or not chain or len(chain) > MAX_CHAIN
         starts = None
-        if not full and self.compaction is None and _due_for_compaction(chain):
+        if not full and self.compaction is None and self.restored_from is None and _due_for_compaction(chain):
             starts = self.compaction = Compaction(list(chain), checkpoint_id)
         changed: dict[str, list[Changes]] = {}
         if not full:
@@ -99,9 +110,11 @@ class ChangeLog:
                     for name, keys in by_name.items():
                         changed.setdefault(name, []).append(keys)
         protect = None if savepoint else self.compaction
-        return SnapshotWrite(
+        write = SnapshotWrite(
             self, snapshot, checkpoint_id, savepoint, None if full else list(chain), changed, starts, protect
         )
+        write.origin = self.restored_from
+        return write
 
     def _adopt_compacted(self) -> list[KeyedFile]:
         """The confirmed chain, or the same state with a finished compaction's file in place of the
@@ -124,6 +137,7 @@ class ChangeLog:
         if chain is None:
             return  # not one of ours (a savepoint, or written by no snapshot of this backend)
         self.confirmed = chain
+        self.restored_from = None
         self.written = {c: f for c, f in self.written.items() if c > checkpoint_id}
         self.changes = {c: k for c, k in self.changes.items() if c > checkpoint_id}
         job = self.compaction
@@ -172,6 +186,9 @@ class SnapshotWrite:
         """The compaction this checkpoint planned, started once its own file is written."""
         self.protect = protect
         """The compaction whose file the acknowledgement names as protected."""
+        self.origin: str | None = None
+        """The shared directory of `base` when it is a restored chain; elsewhere than this checkpoint's,
+        the chain is not extended and a full snapshot is written."""
         self._lock = threading.Lock()
         self._writing = False
         self._released = False
@@ -187,6 +204,8 @@ class SnapshotWrite:
                 raise RuntimeError("the snapshot was released before it was written")
             self._writing = self._began = True
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip(".")
+        if self.base is not None and self.origin is not None and self.origin != shared_location(location):
+            self.base = None  # a restored chain of another job's checkpoints: not ours to extend
         try:
             result = self._write(location, stem)
             if self.protect is not None:

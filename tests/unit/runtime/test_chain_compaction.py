@@ -4,18 +4,18 @@ a completed checkpoint refers to it, and a compaction that cannot be used is dro
 
 from __future__ import annotations
 
+import os
 import random
-import threading
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sluice.state import compaction, snapshots
-from sluice.state.chain_files import Batched, Frame, KeyedFile, read_frames
+from sluice.state import snapshots
+from sluice.state.chain_files import Batched, KeyedFile, read_frames
 from sluice.state.compaction import Cancelled, Compaction, compact
-from sluice.state.snapshots import MAX_DELTAS, DeferredKeyed
+from sluice.state.snapshots import MAX_DELTAS, ChainShare, DeferredKeyed
 
 from ._chains import Subtask, new_backend, restored
 
@@ -83,30 +83,22 @@ def test_a_compaction_stops_when_its_operator_closes_and_leaves_no_file(
     _, chain = grown_chain(task, 2, random.Random(1), monkeypatch)
     with (tmp_path / "out.kv").open("wb") as handle, pytest.raises(Cancelled):
         compact([f"file://{tmp_path}/shared/{f.name}" for f in chain], Batched(handle), lambda: True)
-    # The same through the change log, with the compaction held at its first frame until it is closed.
-    reading = threading.Event()
-    closed = threading.Event()
-
-    def held(uri: str) -> Iterator[Frame]:
-        for frame in read_frames(uri):
-            reading.set()
-            closed.wait(30)
-            yield frame
-
-    monkeypatch.setattr(compaction, "read_frames", held)
-    before = set((tmp_path / "shared").iterdir())
-    cid = 4
-    while task.log.compaction is None:
-        task.put([cid], cid)
-        task.checkpoint(cid, compacted=False)
-        cid += 1
-    job = task.log.compaction
-    assert reading.wait(30), "the compaction is under way"
+    # Through the change log: a compaction whose process hangs (a file of its chain is a FIFO no one
+    # writes to) is killed when its operator closes, and what it had written is deleted.
+    os.mkfifo(tmp_path / "shared" / "stuck-1-0.kv")
+    job = Compaction([KeyedFile("stuck-1-0.kv", 0, full=True, shared=True)], checkpoint_id=99)
+    task.log.compaction = job
+    job.start(f"file://{tmp_path}/chk-99", "count-0")
+    output = tmp_path / "shared" / job.file_name("count-0")
+    for _ in range(300):
+        if output.exists():
+            break
+        time.sleep(0.05)
+    assert output.exists() and not job.finished, "the compaction process is stuck reading the FIFO"
     task.log.close()
-    closed.set()
-    assert job.wait(30) and job.result is None
-    made = set((tmp_path / "shared").iterdir()) - before
-    assert job.file_name("count-0") not in {p.name for p in made}, "its unfinished file is deleted"
+    assert job.wait(30) and job.result is None and running(task) is None
+    assert job.child is not None and job.child.returncode is not None and job.child.returncode < 0
+    assert not output.exists()
 
 
 def test_checkpoints_stay_deltas_while_the_chain_is_compacted_and_then_extend_the_compacted_file(
@@ -214,3 +206,50 @@ def test_a_savepoint_neither_starts_a_compaction_nor_protects_one(tmp_path: Path
         task.checkpoint(cid)
     _, savepoint = task.checkpoint(MAX_DELTAS + 2, savepoint=True)
     assert task.log.compaction is None and savepoint.protected == []
+
+
+def restarted(task: Subtask, location: str, chain: list[KeyedFile], job_dir: Path, backend: Any) -> Subtask:
+    """A new subtask of the same key groups that restored `chain` whole, as after a failover."""
+    again = Subtask(job_dir, backend)
+    for frame in ChainShare(location, chain, None, 128).frames():
+        again.backend.restore_frame(*frame)
+    again.log.extend_restored(chain, location)
+    return again
+
+
+def test_after_a_failover_checkpoints_extend_the_restored_chain(tmp_path: Path, new_backend: Any) -> None:
+    task = Subtask(tmp_path, new_backend())
+    task.put(range(1000), 1)
+    task.checkpoint(1)
+    task.put([1, 2], 2)
+    location, second = task.checkpoint(2)
+    again = restarted(task, location, second.chain, tmp_path, new_backend())
+    again.put([3], 3)
+    location, third = again.checkpoint(3)
+    assert third.chain[:-1] == second.chain and not third.chain[-1].full, "a delta on the restored chain"
+    assert third.written < second.chain[0].size / 20
+    assert restored(location, third.chain) == dict.fromkeys(range(1000), 1) | {1: 2, 2: 2, 3: 3}
+    again.put([4], 4)
+    location, fourth = again.checkpoint(4)
+    assert fourth.chain[:-1] == third.chain
+    assert restored(location, fourth.chain)[4] == 4
+
+
+def test_a_job_started_from_another_jobs_checkpoint_writes_a_full_snapshot_of_its_own(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    """Its checkpoints live in another directory, and the files of the one it started from are not its
+    own: its chain must not refer to them."""
+    task = Subtask(tmp_path / "old", new_backend())
+    task.put(range(100), 1)
+    task.checkpoint(1)
+    task.put([1], 2)
+    location, second = task.checkpoint(2)
+    again = restarted(task, location, second.chain, tmp_path / "new", new_backend())
+    again.put([3], 3)
+    new_location, third = again.checkpoint(3)
+    assert [f.full for f in third.chain] == [True]
+    assert restored(new_location, third.chain) == dict.fromkeys(range(100), 1) | {1: 2, 3: 3}
+    again.put([4], 4)
+    _, fourth = again.checkpoint(4)
+    assert fourth.chain[:-1] == third.chain, "and then deltas on that one"

@@ -288,3 +288,33 @@ def test_keyed_state_of_a_checkpoint_written_before_incremental_snapshots_is_res
     op.process_watermark(MAX_WATERMARK)
     assert out.records[-1][4] == ["k0-old", "new", "newer"]
     op.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_subtask_restored_from_one_whole_chain_extends_it_and_one_that_took_a_part_starts_anew(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local"))
+    first = tracker()
+    start(first, state_backend=backend)
+    first.process_batch([(f"k{i}", "x", None) for i in range(50)], [0] * 50)
+    snapshot = first.snapshot_state(1)
+    assert snapshot is not None and snapshot.deferred is not None
+    location = (tmp_path / "job" / "chk-1").as_uri()
+    write = snapshot.deferred.plan(1, savepoint=False)
+    chain = write.write(location, "track-0").chain
+    write.release()
+    first.close()
+    for groups, parallelism, extended in ((None, 1, True), (key_group_range(0, 128, 2), 2, False)):
+        op = tracker()
+        share = RestoredState(keyed_chains=[ChainShare(location, chain, groups, 128)], checkpoint_id=1)
+        start(op, restored=share, parallelism=parallelism, state_backend=backend)
+        op.process_batch([("k1", "y", None)], [0])
+        again = op.snapshot_state(2)
+        assert again is not None and again.deferred is not None
+        planned = again.deferred.plan(2, savepoint=False)
+        assert planned.incremental is extended
+        written = planned.write((tmp_path / "job" / "chk-2").as_uri(), "track-0")
+        planned.release()
+        assert (written.chain[:-1] == chain) is extended
+        op.close()

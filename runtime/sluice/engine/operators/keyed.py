@@ -116,7 +116,14 @@ class KeyedProcessOperator(UdfOperator):
             for name, kind, upserts, removed in chain.frames():
                 backend.restore_frame(name, kind, upserts, removed)
         # Checkpoints written before incremental snapshots kept the backend's entries per key group.
-        backend.restore({g: v["user"] for g, v in restored.keyed.items() if "user" in v})
+        legacy = {g: v["user"] for g, v in restored.keyed.items() if "user" in v}
+        backend.restore(legacy)
+        shares = restored.keyed_chains
+        whole = len(shares) == 1 and shares[0].groups is None and not legacy
+        if whole and all(f.shared for f in shares[0].chain):
+            # The state is that one chain, whole (the same key groups as before): checkpoints go on
+            # writing deltas on it, not a full snapshot of millions of keys first.
+            self._changes.extend_restored(shares[0].chain, shares[0].location)
         for group in restored.keyed.values():
             self.timers.restore(group.get("timers", []))
 
