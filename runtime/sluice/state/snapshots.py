@@ -8,9 +8,11 @@ coordinator deletes one only when no retained checkpoint refers to it (`sluice.c
 
 Once a chain has `MAX_DELTAS` deltas, or deltas larger than its full file, a checkpoint starts a
 compaction of it (`sluice.state.compaction`) that runs beside processing and later checkpoints; the
-first checkpoint after it finished uses the compacted file instead of the files it replaced. A chain
-only gets a full snapshot inside a checkpoint when it has none yet (the first checkpoint after a start
-or a restore) or when compaction fell `MAX_CHAIN` files behind. Savepoints always write a full snapshot
+first checkpoint after it finished uses the compacted file instead of the files it replaced. But when
+the last delta alone was half the size of the full file or more (most keys change every interval), the
+checkpoint writes a full snapshot itself: it costs about what two deltas do. A chain also gets a full
+snapshot inside a checkpoint when it has none yet (the first checkpoint after a start) or when
+compaction fell `MAX_CHAIN` files behind. Savepoints always write a full snapshot
 of their own, so a savepoint stays self-contained.
 
 The chain a checkpoint extends is that of the last checkpoint this subtask knows completed: a delta is
@@ -101,8 +103,13 @@ class ChangeLog:
         chain = self.confirmed if savepoint else self._adopt_compacted()
         full = savepoint or not chain or len(chain) > MAX_CHAIN
         starts = None
-        if not full and self.compaction is None and self.restored_from is None and _due_for_compaction(chain):
-            starts = self.compaction = Compaction(list(chain), checkpoint_id)
+        if not full and self.compaction is None and _due_for_compaction(chain):
+            if 2 * chain[-1].size >= chain[0].size:
+                # Deltas about as large as all state (most keys change every interval): a full snapshot
+                # costs this checkpoint at most about twice a delta, and no compaction.
+                full = True
+            elif self.restored_from is None:
+                starts = self.compaction = Compaction(list(chain), checkpoint_id)
         changed: dict[str, list[Changes]] = {}
         if not full:
             for cid, by_name in self.changes.items():

@@ -253,3 +253,22 @@ def test_a_job_started_from_another_jobs_checkpoint_writes_a_full_snapshot_of_it
     again.put([4], 4)
     _, fourth = again.checkpoint(4)
     assert fourth.chain[:-1] == third.chain, "and then deltas on that one"
+
+
+def test_when_most_keys_change_every_interval_the_checkpoint_writes_a_full_snapshot_itself(
+    tmp_path: Path, new_backend: Any
+) -> None:
+    """Compacting would merge deltas each about as large as all state; a full snapshot costs the
+    checkpoint no more than two deltas and restarts the chain at once."""
+    task = Subtask(tmp_path, new_backend())
+    task.put(range(100), 0)
+    task.checkpoint(1)
+    lengths = []
+    for cid in range(2, 8):
+        task.put(range(70), cid)
+        location, result = task.checkpoint(cid)
+        lengths.append(len(result.chain))
+        expected = dict.fromkeys(range(100), 0) | dict.fromkeys(range(70), cid)
+        assert restored(location, result.chain) == expected
+    assert 1 in lengths and max(lengths) <= 3, "a full snapshot once the deltas outgrew the full one"
+    assert running(task) is None, "and no compaction"
