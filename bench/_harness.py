@@ -29,28 +29,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def peak_rss_bytes(pid: int) -> int:
-    """The process's peak resident set (VmHWM), 0 once it is gone."""
+def _status_bytes(pid: int, field: str) -> int:
+    """A size from /proc/<pid>/status (VmHWM, VmRSS, ...) in bytes, 0 once the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The process's peak resident set (VmHWM), 0 once it is gone."""
+    return _status_bytes(pid, "VmHWM")
 
 
 def _rss_bytes(pid: int) -> int:
     """The process's resident set now (VmRSS), 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _status_bytes(pid, "VmRSS")
 
 
 def with_children_rss_bytes(pid: int) -> int:

@@ -43,6 +43,16 @@ def running(task: Subtask) -> Compaction | None:
     return task.log.compaction
 
 
+def due_for_compaction(task: Subtask) -> None:
+    """A full snapshot of 1000 keys, then `MAX_DELTAS` checkpoints of a changed key each: the next
+    checkpoint, `MAX_DELTAS + 2`, finds the chain due for a compaction."""
+    task.put(range(1000), 0)
+    task.checkpoint(1)
+    for cid in range(2, MAX_DELTAS + 2):
+        task.put([cid], cid)
+        task.checkpoint(cid)
+
+
 def until_compaction_planned(task: Subtask) -> int:
     """A full snapshot of 1000 keys, then checkpoints of a changed key each until one plans a
     compaction (the one after the `MAX_DELTAS`-th delta); returns the id of the next checkpoint."""
@@ -166,11 +176,7 @@ def test_a_compaction_whose_chain_was_cut_by_a_full_snapshot_is_dropped(
 
 def test_a_failed_compaction_is_dropped_and_the_chain_goes_on(tmp_path: Path, new_backend: Any) -> None:
     task = Subtask(tmp_path, new_backend())
-    task.put(range(1000), 0)
-    task.checkpoint(1)
-    for cid in range(2, MAX_DELTAS + 2):
-        task.put([cid], cid)
-        task.checkpoint(cid)
+    due_for_compaction(task)
     assert task.log.compaction is None
     (tmp_path / "shared" / task.log.confirmed[1].name).unlink()  # a file it reads is gone
     task.put([3], 3)
@@ -186,11 +192,7 @@ def test_a_planned_compaction_whose_checkpoint_is_released_unwritten_never_start
     tmp_path: Path, new_backend: Any
 ) -> None:
     task = Subtask(tmp_path, new_backend())
-    task.put(range(1000), 0)
-    task.checkpoint(1)
-    for cid in range(2, MAX_DELTAS + 2):
-        task.put([cid], cid)
-        task.checkpoint(cid)
+    due_for_compaction(task)
     write = DeferredKeyed(task.log, task.backend.begin_snapshot()).plan(MAX_DELTAS + 2, False)
     assert write.starts is not None and running(task) is write.starts
     write.release()  # the task was cancelled before the checkpoint was written
@@ -199,11 +201,7 @@ def test_a_planned_compaction_whose_checkpoint_is_released_unwritten_never_start
 
 def test_a_savepoint_neither_starts_a_compaction_nor_protects_one(tmp_path: Path, new_backend: Any) -> None:
     task = Subtask(tmp_path, new_backend())
-    task.put(range(1000), 0)
-    task.checkpoint(1)
-    for cid in range(2, MAX_DELTAS + 2):
-        task.put([cid], cid)
-        task.checkpoint(cid)
+    due_for_compaction(task)
     _, savepoint = task.checkpoint(MAX_DELTAS + 2, savepoint=True)
     assert task.log.compaction is None and savepoint.protected == []
 
