@@ -39,7 +39,6 @@ import threading
 import uuid
 from collections.abc import Callable
 
-import sluice
 from sluice._fs import filesystem, join
 from sluice.state.chain_files import Batched, KeyedFile, dump, file_uri, header, read_frames, shared_location
 
@@ -180,7 +179,7 @@ def _child_environment() -> dict[str, str]:
     """The TaskManager's environment, with the directory sluice was imported from on the path (it may
     have come from a zip Spark shipped, not from an installed package)."""
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(sluice.__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above sluice/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return env
 
