@@ -1,6 +1,7 @@
 """Channels between subtasks and the bounded buffers that give backpressure.
 
-Every channel ends in an `InputChannel` of the receiving subtask: a queue of at most `capacity` events.
+Every channel ends in an `InputChannel` of the receiving subtask: a queue of at most `capacity` events,
+a capacity its `InputGate` sizes from the subtask's rate (`sluice.engine._queue_sizing`).
 A sender that finds it full waits, so a slow consumer slows its producers instead of filling memory.
 Local senders put into the queue directly; remote senders write to a socket whose reader puts into the
 queue (and stops reading while it is full, which lets TCP flow control push back on the sender).
@@ -15,10 +16,11 @@ import asyncio
 import contextlib
 from collections import deque
 
+from sluice.engine._queue_sizing import MAX_CAPACITY, QueueSizer
 from sluice.engine._task_metrics import WaitClock
 from sluice.engine.events import Event
 
-DEFAULT_CAPACITY = 8
+DEFAULT_CAPACITY = MAX_CAPACITY
 
 
 class InputChannel:
@@ -60,16 +62,23 @@ class InputChannel:
     def is_full(self) -> bool:
         return len(self._queue) >= self.capacity
 
+    def resize(self, capacity: int) -> None:
+        """Hold at most `capacity` events from now on; a sender waiting for room it now has goes on."""
+        self.capacity = capacity
+        if len(self._queue) < capacity:
+            self._space.set()
+
 
 class InputGate:
     """All input channels of one subtask; hands out events round-robin from channels not blocked."""
 
-    def __init__(self, channels: list[InputChannel]) -> None:
+    def __init__(self, channels: list[InputChannel], sizer: QueueSizer | None = None) -> None:
         self.channels = channels
         self.blocked: set[int] = set()
         self.closed: set[int] = set()
         self._available = asyncio.Event()
         self._next = 0
+        self._sizer = sizer if sizer is not None else QueueSizer()
         for channel in channels:
             channel._gate = self
 
@@ -86,6 +95,10 @@ class InputGate:
             if event is not None:
                 # Stay on this channel: consecutive batches of one channel are cheapest to process.
                 self._next = i
+                capacity = self._sizer.consumed(count - len(self.closed))
+                if capacity is not None:
+                    for channel in channels:
+                        channel.resize(capacity)
                 return i, event
         return None
 
