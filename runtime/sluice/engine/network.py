@@ -1,11 +1,19 @@
 """Data channels between TaskManagers: one authenticated TCP connection per remote channel.
 
-Each remote data channel gets its own connection, so that a full channel stops only its own sender:
-the receiving side stops reading while the channel's queue is full and TCP flow control does the rest.
+Each remote data channel gets its own connection, so that a full channel stops only its own sender.
 A connection starts with the job's handshake (`sluice.transport.handshake`); its first frame then names
-the channel as a JSON array, and every later frame is a pickled event. Records are pickled because they
-are the user's Python objects; they are unpickled only from a peer that proved it holds the job's
-secret.
+the channel as a JSON array, and every later frame from the sender is a pickled event. Records are
+pickled because they are the user's Python objects; they are unpickled only from a peer that proved it
+holds the job's secret.
+
+Flow control is by credit, as in Flink's network stack: the sender sends an event only against a credit
+the receiver granted, and the receiver grants one each time it has put an event into the channel's
+queue (which waits for room), after `INITIAL_CREDITS` to start with. So a remote channel holds what its
+queue holds plus at most `INITIAL_CREDITS` events in the socket, the same bound a local channel has, and
+the queue's capacity (sized from the receiver's rate, `sluice.engine._queue_sizing`) bounds how long a
+checkpoint barrier waits behind records. Without credits, the sender's buffers and the kernel's held
+hundreds of batches a slowed receiver had not read, and barriers waited seconds behind them.
+A credit frame's payload is a 4-byte big-endian count.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import asyncio
 import json
 import logging
 import pickle
+import struct
 from typing import Any
 
 from sluice.engine.channels import InputChannel, OutputChannel
@@ -23,7 +32,10 @@ from sluice.transport.handshake import DATA
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
-_HIGH_WATER = 1 << 20
+INITIAL_CREDITS = 1
+_CREDIT = struct.Struct(">I")
+_MAX_CREDITS = 1 << 16
+"""More credit than any queue holds: a peer that claims it is not speaking this protocol."""
 
 ChannelKey = tuple[int, int, int, int]
 """(attempt, vertex id, subtask index, input channel index)."""
@@ -80,11 +92,14 @@ class DataServer:
         limit = self.wire.max_frame_bytes
         try:
             channel = await self._slot(_channel_key(await read_payload(reader, limit)))
+            writer.write(_credit_frame(INITIAL_CREDITS))
             while True:
                 event = pickle.loads(await read_payload(reader, limit))
                 await channel.put(event)
                 if isinstance(event, EndOfPartition):
                     return
+                writer.write(_credit_frame(1))
+                await writer.drain()  # a sender that reads no credits gets no more room than TCP's
         except (FrameTooLarge, ValueError, pickle.UnpicklingError) as err:
             log.warning("closed a data connection from %s: %s", writer.get_extra_info("peername"), err)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -100,33 +115,72 @@ class DataServer:
             task.cancel()
 
 
+def _credit_frame(count: int) -> bytes:
+    return frame(_CREDIT.pack(count), _CREDIT.size)
+
+
+def _credits(payload: bytes) -> int:
+    if len(payload) != _CREDIT.size:
+        raise ValueError(f"a credit must be {_CREDIT.size} bytes, not {len(payload)}")
+    count: int = _CREDIT.unpack(payload)[0]
+    if not 0 < count <= _MAX_CREDITS:
+        raise ValueError(f"a credit must grant 1 to {_MAX_CREDITS} events, not {count}")
+    return count
+
+
 class RemoteOutputChannel(OutputChannel):
     def __init__(self, host: str, port: int, key: ChannelKey, wire: Wire) -> None:
         self.host, self.port, self.key = host, port, key
         self.wire = wire
         self._writer: asyncio.StreamWriter | None = None
+        self._credits = 0
+        self._granted = asyncio.Event()
+        self._lost: str | None = None
+        """Why the receiver can grant no more credit (the connection ended), once it cannot."""
+        self._credit_reader: asyncio.Task[None] | None = None
 
     async def _connect(self) -> asyncio.StreamWriter:
-        _, writer = await self.wire.open(self.host, self.port, DATA)
+        reader, writer = await self.wire.open(self.host, self.port, DATA)
         writer.write(frame(json.dumps(list(self.key)).encode(), self.wire.max_frame_bytes))
         self._writer = writer
+        self._credit_reader = asyncio.create_task(self._read_credits(reader))
         return writer
+
+    async def _read_credits(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                # Read before adding: `self._credits += await ...` would add to the count from before
+                # the wait, undoing the sends made meanwhile.
+                granted = _credits(await read_payload(reader, _CREDIT.size))
+                self._credits += granted
+                self._granted.set()
+        except (asyncio.IncompleteReadError, OSError, ValueError) as err:
+            self._lost = f"the data connection to {self.host}:{self.port} ended: {err or type(err).__name__}"
+            self._granted.set()
 
     async def send(self, event: Event) -> None:
         writer = self._writer or await self._connect()
-        writer.write(encode_event(event, self.wire.max_frame_bytes))
-        if writer.transport.get_write_buffer_size() > _HIGH_WATER:
-            # The receiver stopped reading (its channel queue is full): waiting here is backpressure.
+        if self._credits == 0:
+            # The receiver's queue is full: waiting here is backpressure.
             clock = self.clock
             if clock is not None:
                 clock.start()
             try:
-                await writer.drain()
+                while self._credits == 0:
+                    if self._lost is not None:
+                        raise ConnectionError(self._lost)
+                    self._granted.clear()
+                    await self._granted.wait()
             finally:
                 if clock is not None:
                     clock.stop()
+        self._credits -= 1
+        writer.write(encode_event(event, self.wire.max_frame_bytes))
+        await writer.drain()
 
     async def close(self) -> None:
         if self._writer is not None:
             await self._writer.drain()
             self._writer.close()
+        if self._credit_reader is not None:
+            self._credit_reader.cancel()
