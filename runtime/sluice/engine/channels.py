@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Callable
 
 from sluice.engine._queue_sizing import MAX_CAPACITY, QueueSizer
 from sluice.engine._task_metrics import WaitClock
@@ -24,7 +25,7 @@ DEFAULT_CAPACITY = MAX_CAPACITY
 
 
 class InputChannel:
-    __slots__ = ("_gate", "_queue", "_space", "capacity", "index", "input_index")
+    __slots__ = ("_gate", "_queue", "_space", "capacity", "index", "input_index", "on_room")
 
     def __init__(self, index: int, input_index: int, capacity: int = DEFAULT_CAPACITY) -> None:
         self.index = index
@@ -34,6 +35,9 @@ class InputChannel:
         self._space = asyncio.Event()
         self._space.set()
         self._gate: InputGate | None = None
+        self.on_room: Callable[[], None] | None = None
+        """Called when the queue may have room it had not (an event taken, a larger capacity): a remote
+        channel grants its sender credit (`sluice.engine.network`)."""
 
     async def put(self, event: Event) -> None:
         while len(self._queue) >= self.capacity:
@@ -54,6 +58,8 @@ class InputChannel:
         event = self._queue.popleft()
         if len(self._queue) < self.capacity:
             self._space.set()
+        if self.on_room is not None:
+            self.on_room()
         return event
 
     def __len__(self) -> int:
@@ -67,6 +73,8 @@ class InputChannel:
         self.capacity = capacity
         if len(self._queue) < capacity:
             self._space.set()
+            if self.on_room is not None:
+                self.on_room()
 
 
 class InputGate:

@@ -6,14 +6,14 @@ the channel as a JSON array, and every later frame from the sender is a pickled 
 pickled because they are the user's Python objects; they are unpickled only from a peer that proved it
 holds the job's secret.
 
-Flow control is by credit, as in Flink's network stack: the sender sends an event only against a credit
-the receiver granted, and the receiver grants one each time it has put an event into the channel's
-queue (which waits for room), after `INITIAL_CREDITS` to start with. So a remote channel holds what its
-queue holds plus at most `INITIAL_CREDITS` events in the socket, the same bound a local channel has, and
-the queue's capacity (sized from the receiver's rate, `sluice.engine._queue_sizing`) bounds how long a
-checkpoint barrier waits behind records. Without credits, the sender's buffers and the kernel's held
-hundreds of batches a slowed receiver had not read, and barriers waited seconds behind them.
-A credit frame's payload is a 4-byte big-endian count.
+Flow control is by credit, as in Flink's network stack: the sender sends an event only against a credit,
+and the receiver grants one for each free place in the channel's queue that no credit covers yet (when
+the connection starts, when its task takes an event, when the queue grows). So the events of a remote
+channel, in the socket and in the queue together, are never more than the queue's capacity, the bound a
+local channel has; that capacity is sized from the receiver's rate (`sluice.engine._queue_sizing`) and
+bounds how long a checkpoint barrier waits behind records. Without credits the sender's buffers and the
+kernel's held hundreds of batches a slowed receiver had not read, and barriers waited seconds behind
+them. A credit frame's payload is a 4-byte big-endian count.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from sluice.transport.handshake import DATA
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
-INITIAL_CREDITS = 1
 _CREDIT = struct.Struct(">I")
 _MAX_CREDITS = 1 << 16
 """More credit than any queue holds: a peer that claims it is not speaking this protocol."""
@@ -90,21 +89,27 @@ class DataServer:
         assert task is not None
         self._connections.add(task)
         limit = self.wire.max_frame_bytes
+        channel: InputChannel | None = None
         try:
             channel = await self._slot(_channel_key(await read_payload(reader, limit)))
-            writer.write(_credit_frame(INITIAL_CREDITS))
+            credit = _CreditGrant(channel, writer)
+            channel.on_room = credit.top_up
+            credit.top_up()
             while True:
                 event = pickle.loads(await read_payload(reader, limit))
+                credit.used()
+                # Never waits for a sender that keeps to its credit; one that does not is held back by
+                # TCP while the queue is full, as before credits.
                 await channel.put(event)
                 if isinstance(event, EndOfPartition):
                     return
-                writer.write(_credit_frame(1))
-                await writer.drain()  # a sender that reads no credits gets no more room than TCP's
         except (FrameTooLarge, ValueError, pickle.UnpicklingError) as err:
             log.warning("closed a data connection from %s: %s", writer.get_extra_info("peername"), err)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            if channel is not None:
+                channel.on_room = None
             self._connections.discard(task)
             writer.close()
 
@@ -113,6 +118,26 @@ class DataServer:
             self._server.close()
         for task in list(self._connections):
             task.cancel()
+
+
+class _CreditGrant:
+    """The receiving side's count of the credit its sender holds, and the grants that keep the
+    channel's events (queued or on their way) within the queue's capacity."""
+
+    __slots__ = ("channel", "outstanding", "writer")
+
+    def __init__(self, channel: InputChannel, writer: asyncio.StreamWriter) -> None:
+        self.channel, self.writer = channel, writer
+        self.outstanding = 0
+
+    def top_up(self) -> None:
+        room = self.channel.capacity - len(self.channel) - self.outstanding
+        if room > 0 and not self.writer.is_closing():
+            self.outstanding += room
+            self.writer.write(_credit_frame(room))
+
+    def used(self) -> None:
+        self.outstanding = max(0, self.outstanding - 1)
 
 
 def _credit_frame(count: int) -> bytes:

@@ -14,7 +14,7 @@ import pytest
 
 from sluice.engine.channels import InputChannel
 from sluice.engine.events import EndOfPartition, Event, RecordBatch
-from sluice.engine.network import INITIAL_CREDITS, DataServer, RemoteOutputChannel, encode_event
+from sluice.engine.network import DataServer, RemoteOutputChannel, encode_event
 from sluice.transport.framing import frame, read_payload
 from sluice.transport.handshake import DATA
 from sluice.transport.secret import JobSecret
@@ -46,7 +46,7 @@ async def _sender_against(capacity: int) -> tuple[Wire, DataServer, InputChannel
     return wire, server, channel, RemoteOutputChannel("127.0.0.1", server.port, KEY, wire)
 
 
-def test_a_sender_gets_out_no_more_than_the_queue_holds_plus_the_initial_credits() -> None:
+def test_a_sender_gets_out_no_more_than_the_receivers_queue_holds() -> None:
     capacity = 3
 
     async def scenario() -> tuple[int, int, list[Any]]:
@@ -77,7 +77,7 @@ def test_a_sender_gets_out_no_more_than_the_queue_holds_plus_the_initial_credits
         return stalled_at, after_one, received
 
     stalled_at, after_one, received = _run(scenario())
-    assert stalled_at == capacity + INITIAL_CREDITS, "in flight: the queue, and the credits granted ahead"
+    assert stalled_at == capacity, "queued and on their way together: what a local channel holds"
     assert after_one == stalled_at + 1
     assert received == list(range(50)), "every event, once, in order"
 
@@ -104,7 +104,7 @@ def test_room_in_a_queue_that_grew_is_given_to_the_remote_sender() -> None:
         return before, after
 
     before, after = _run(scenario())
-    assert (before, after) == (2 + INITIAL_CREDITS, 6 + INITIAL_CREDITS)
+    assert (before, after) == (2, 6)
 
 
 def test_end_of_partition_ends_the_connection_cleanly() -> None:
