@@ -13,10 +13,13 @@ store is scratch space: a restart restores from the checkpoint, never from these
 removed when the operator closes; those of a TaskManager killed outright (under the temp directory, or
 `SLUICE_STATE_DIR`) are removed by the next store opened there once that process is gone.
 
-A snapshot commits, opens a read transaction (the frozen view) and hands out the keys changed since the
-previous one with their encoded values (kept as they are written, so a delta reads nothing back from
-the store); `sluice.state.snapshots` writes them, or the whole view for a full snapshot, from its thread
-into the same files as the heap backend. Timers stay in memory and are checkpointed with the operator.
+A snapshot hands out the keys changed since the previous one with their encoded values (kept as they
+are written, so a delta reads nothing back from the store); `sluice.state.snapshots` writes them from
+its thread into the same files as the heap backend. Only a snapshot that reads the store (a full one)
+opens the frozen view: it commits the write transaction and opens a read transaction. A delta does
+neither, so the checkpoint never stops record processing for an LMDB commit, whose time on millions of
+keys has a tail of 100-200 ms (bench/README.md, W4); and no read transaction holds pages the writer
+could have reused. Timers stay in memory and are checkpointed with the operator.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ class _Store:
         )
         self.txn = self.env.begin(write=True)
         self.pending = 0
+        self.commits = 0
         self.readers = 0
         self.closing = False
 
@@ -119,6 +123,11 @@ class _Store:
         self.txn.commit()
         self.txn = self.env.begin(write=True)
         self.pending = 0
+        self.commits += 1
+
+    def position(self) -> tuple[int, int]:
+        """Changes whenever the store is written: (commits, writes since the last)."""
+        return self.commits, self.pending
 
     def close(self) -> None:
         self.closing = True
@@ -139,32 +148,55 @@ class _Store:
 
 
 class _View:
-    """One database as a read transaction sees it."""
+    """One database as the snapshot's read transaction sees it, once `DiskSnapshot.open_view` opened it."""
 
-    __slots__ = ("_db", "_txn")
+    __slots__ = ("_db", "txn")
 
-    def __init__(self, txn: Any, db: Any) -> None:
-        self._txn, self._db = txn, db
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self.txn: Any = None
+
+    def _reader(self) -> Any:
+        if self.txn is None:
+            raise RuntimeError("a disk snapshot's entries are read only after its open_view()")
+        return self.txn
 
     def get(self, key: Any, default: Any = None) -> Any:
-        raw = self._txn.get(encode_key(key), db=self._db)
+        raw = self._reader().get(encode_key(key), db=self._db)
         return default if raw is None else _loads(raw)
 
     def items(self) -> Iterator[tuple[Any, Any]]:
-        for key, value in self._txn.cursor(db=self._db):
+        for key, value in self._reader().cursor(db=self._db):
             yield _loads(key), _loads(value)
 
 
 class DiskSnapshot:
-    def __init__(self, store: _Store, txn: Any, tables: list[FrozenTable]) -> None:
-        self._store, self._txn, self.tables = store, txn, tables
+    def __init__(self, store: _Store, tables: list[FrozenTable]) -> None:
+        self._store, self.tables = store, tables
+        self._txn: Any = None
+        self._taken_at = store.position()
         self._released = False
+
+    def open_view(self) -> None:
+        if self._txn is not None:
+            return
+        store = self._store
+        if store.position() != self._taken_at:
+            raise RuntimeError("a disk snapshot's view must be opened before the backend is written again")
+        store.commit()
+        self._txn = store.env.begin()
+        store.readers += 1
+        for table in self.tables:
+            view = table.entries
+            assert isinstance(view, _View)
+            view.txn = self._txn
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._txn.abort()
-            self._store.reader_done()
+            if self._txn is not None:
+                self._txn.abort()
+                self._store.reader_done()
 
 
 class _Table:
@@ -240,17 +272,17 @@ class DiskKeyedStateBackend:
             self._encoded_key = key
         return self._encoded
 
-    def begin_snapshot(self) -> DiskSnapshot:
+    def begin_snapshot(self, view: bool = True) -> DiskSnapshot:
         store = self._store
         assert store is not None, "a snapshot of a backend without state"
-        store.commit()
-        txn = store.env.begin()
-        store.readers += 1
         frozen = []
         for t in self._tables.values():
-            frozen.append(FrozenTable(t.name, t.kind, _View(txn, t.db), t.dirty, t.removed, _loads))
+            frozen.append(FrozenTable(t.name, t.kind, _View(t.db), t.dirty, t.removed, _loads))
             t.dirty, t.removed = {}, set()
-        return DiskSnapshot(store, txn, frozen)
+        snapshot = DiskSnapshot(store, frozen)
+        if view:
+            snapshot.open_view()
+        return snapshot
 
     def restore_frame(self, name: str, kind: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
         table = self._table(name, kind)

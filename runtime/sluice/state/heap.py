@@ -99,6 +99,9 @@ class HeapSnapshot:
         self.tables = tables
         self._owns_front = owns_front
 
+    def open_view(self) -> None:
+        """The frozen tables are readable from the start."""
+
     def release(self) -> None:
         """Back on the task's thread once serialized: fold the writes made meanwhile into the tables."""
         if self._owns_front:
@@ -143,7 +146,7 @@ class HeapKeyedStateBackend:
     def close(self) -> None:
         """Nothing to release: the tables go with the operator."""
 
-    def begin_snapshot(self) -> HeapSnapshot:
+    def begin_snapshot(self, view: bool = True) -> HeapSnapshot:
         """The synchronous part: freeze every table and hand out its keys changed since the last one."""
         frozen = []
         if self._frozen:

@@ -93,6 +93,11 @@ class FrozenTable:
 class BackendSnapshot(Protocol):
     tables: list[FrozenTable]
 
+    def open_view(self) -> None:
+        """Makes every table's `entries` readable (a full snapshot, or a delta of keys without their
+        values): on the task's thread, before it writes to the backend again. A snapshot whose entries
+        are always readable does nothing."""
+
     def release(self) -> None:
         """On the task's thread, once written (or when writing failed)."""
 
@@ -105,7 +110,11 @@ class KeyedStateBackend(Protocol):
     def list_state(self, desc: ListStateDescriptor[T]) -> ListState[T]: ...
     def map_state(self, desc: MapStateDescriptor) -> MapState: ...
     def has_state(self) -> bool: ...
-    def begin_snapshot(self) -> BackendSnapshot: ...
+    def begin_snapshot(self, view: bool = True) -> BackendSnapshot:
+        """The synchronous part of a snapshot. `view=False`: `entries` are read only after
+        `BackendSnapshot.open_view`, which a delta of changes that carry their values never needs."""
+        ...
+
     def restore_frame(self, name: str, kind: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
         """Applies one frame of a checkpoint's keyed state file (see `sluice.state.snapshots`)."""
 

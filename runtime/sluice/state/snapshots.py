@@ -116,6 +116,12 @@ class ChangeLog:
                 if cid <= checkpoint_id:
                     for name, keys in by_name.items():
                         changed.setdefault(name, []).append(keys)
+        known = all(type(c) is dict for keys in changed.values() for c, _ in keys)
+        if full or not known or self.restored_from is not None:
+            # Entries are read: a full snapshot, a delta of keys without their values, or one on a
+            # restored chain that `SnapshotWrite.write` may find is another job's and write in full.
+            # A delta of values as written reads nothing, so the backend need not open its view.
+            snapshot.open_view()
         protect = None if savepoint else self.compaction
         write = SnapshotWrite(
             self, snapshot, checkpoint_id, savepoint, None if full else list(chain), changed, starts, protect

@@ -131,6 +131,9 @@ class WindowSnapshot:
         self.tables = tables
         self._owner: WindowAccumulators | None = owner
 
+    def open_view(self) -> None:
+        """The frozen windows are readable from the start."""
+
     def release(self) -> None:
         """On the task's thread, once written (or when writing failed); only the first call counts."""
         owner, self._owner = self._owner, None

@@ -64,7 +64,7 @@ class Subtask:
         says so); `complete`: this one completes and the subtask hears of it at once; `compacted`: a
         compaction it starts has finished when it returns."""
         location = (self.job_dir / (f"savepoint-{cid}" if savepoint else f"chk-{cid}")).as_uri()
-        deferred = DeferredKeyed(self.log, self.backend.begin_snapshot())
+        deferred = DeferredKeyed(self.log, self.backend.begin_snapshot(view=False))  # as the operator
         write = deferred.plan(cid, savepoint, completed_before)
         result = write.write(location, "count-0")
         write.written(result)

@@ -15,6 +15,7 @@ import pytest
 from sluice.state import snapshots
 from sluice.state.chain_files import KeyedFile, file_uri, read_frames
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.state.disk import DiskKeyedStateBackend
 from sluice.state.keyed import FrozenTable, KeyedStateBackend, create_backend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChainShare, ChangeLog
@@ -302,6 +303,9 @@ def test_a_snapshot_released_while_its_thread_writes_is_released_by_that_thread(
     class Snapshot:
         tables = [FrozenTable("count", "value", SlowEntries(), {1})]
 
+        def open_view(self) -> None:
+            pass
+
         def release(self) -> None:
             released.append(threading.current_thread().name)
 
@@ -333,4 +337,56 @@ def test_the_disk_backend_removes_stores_of_taskmanagers_that_are_gone(
     backend.value_state(ValueStateDescriptor("count", default=0))  # opens the store
     assert not orphan.exists()
     assert live.exists()
+    backend.close()
+
+
+# -- the disk backend's view ------------------------------------------------------------------------
+
+
+def _disk_counts(keys: range) -> tuple[DiskKeyedStateBackend, Any]:
+    backend = DiskKeyedStateBackend(128, "test")
+    count = backend.value_state(ValueStateDescriptor("count", default=0))
+    for key in keys:
+        backend.current_key = key
+        count.update(key)
+    return backend, count
+
+
+def test_a_disk_delta_is_planned_without_a_commit_or_a_read_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
+    backend, count = _disk_counts(range(100))
+    log = ChangeLog()
+    first = log.plan(backend.begin_snapshot(view=False), 1, False)  # no chain yet: full, reads the store
+    first.written(first.write((tmp_path / "chk-1").as_uri(), "count-0"))
+    first.release()
+    log.confirm(1)
+    backend.current_key = 5
+    count.update(50)
+    store = backend._store
+    assert store is not None
+    position = store.position()
+    second = log.plan(backend.begin_snapshot(view=False), 2, False)
+    assert second.incremental
+    assert (store.position(), store.readers) == (position, 0), "no commit, no read transaction"
+    count.update(51)  # the task goes on writing while the delta is written
+    result = second.write((tmp_path / "chk-2").as_uri(), "count-0")
+    second.release()
+    assert restored((tmp_path / "chk-2").as_uri(), result.chain)[5] == 50
+    backend.close()
+
+
+def test_a_disk_snapshots_view_cannot_be_opened_after_the_backend_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
+    backend, count = _disk_counts(range(10))
+    snapshot = backend.begin_snapshot(view=False)
+    with pytest.raises(RuntimeError, match="before the backend is written again"):
+        count.update(1)
+        snapshot.open_view()
+    with pytest.raises(RuntimeError, match="only after its open_view"):
+        dict(snapshot.tables[0].entries.items())
+    snapshot.release()
     backend.close()

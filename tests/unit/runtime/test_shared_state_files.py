@@ -40,7 +40,7 @@ class Keyed:
                 self.count.update(value)
 
     def ack(self, cid: int, location: str, savepoint: bool = False) -> Acknowledgement:
-        write = self.log.plan(self.backend.begin_snapshot(), cid, savepoint)
+        write = self.log.plan(self.backend.begin_snapshot(view=False), cid, savepoint)
         result = write.write(location, f"count-{self.index}")
         write.written(result)
         write.release()

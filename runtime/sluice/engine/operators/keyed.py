@@ -177,7 +177,9 @@ class KeyedProcessOperator(UdfOperator):
         backend = self.ctx.keyed_backend
         assert backend is not None
         if backend.has_state():
-            snap.deferred = DeferredKeyed(self._changes, backend.begin_snapshot())
+            # Without the frozen view: the plan opens it, on this thread before any other write, only
+            # if the snapshot reads the backend (`sluice.state.snapshots.ChangeLog.plan`).
+            snap.deferred = DeferredKeyed(self._changes, backend.begin_snapshot(view=False))
         for group, entries in self.timers.snapshot(self.ctx.max_parallelism).items():
             snap.keyed.setdefault(group, {}).update(entries)
         return None if snap.is_empty() else snap
