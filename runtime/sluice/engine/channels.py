@@ -3,8 +3,8 @@
 Every channel ends in an `InputChannel` of the receiving subtask: a queue of at most `capacity` events,
 a capacity its `InputGate` sizes from the subtask's rate (`sluice.engine._queue_sizing`).
 A sender that finds it full waits, so a slow consumer slows its producers instead of filling memory.
-Local senders put into the queue directly; remote senders write to a socket whose reader puts into the
-queue (and stops reading while it is full, which lets TCP flow control push back on the sender).
+Local senders put into the queue directly; remote senders send against credit for its free places
+(`on_room`, `sluice.engine.network`), so a remote channel holds no more than a local one.
 
 How long a sender waits for room is its backpressured time (`sluice.engine._task_metrics`): an output
 channel times its waits on the `clock` its subtask gives it; a send that finds room is not timed.
