@@ -23,7 +23,9 @@ from typing import Any
 from py4j.protocol import Py4JError
 
 from sluice.hosts.spark._failure import describe_failure
-from sluice.hosts.spark._task import run_barrier_task
+from sluice.hosts.spark._launch_file import LaunchFiles
+from sluice.hosts.spark._settings import is_local
+from sluice.hosts.spark._task import run_barrier_task, run_barrier_task_from_file
 from sluice.transport.secret import TaskManagerLaunch
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,8 @@ class SparkHost:
         self.stop_timeout_s = stop_timeout_s
         self._id = uuid.uuid4().hex[:8]
         self._stage: _Stage | None = None
+        # Spark ships a task's closure as a broadcast block: on this machine the secret goes by file.
+        self._launch_files = LaunchFiles() if is_local(str(context.master)) else None
 
     def control_bind_host(self) -> str:
         return self.control_host
@@ -99,16 +103,26 @@ class SparkHost:
             if stage.stopping:
                 failure = "stopped before the stage was submitted"
             else:
-                # The launch settings (and the job's secret in them) travel inside the task's closure,
-                # over Spark's own channel to its Python workers; on Kubernetes that channel is
-                # authenticated (spark.authenticate) and may be encrypted (spark.network.crypto).
-                body = functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host)
                 rdd = self.context.parallelize(range(stage.count), stage.count)
-                rdd.barrier().mapPartitions(body).collect()
+                rdd.barrier().mapPartitions(self._task_body(launch, attempt)).collect()
         except Exception as err:
             failure = describe_failure(err)
+        finally:
+            if self._launch_files is not None:
+                self._launch_files.remove(self._launch_files.path(attempt))
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
             loop.call_soon_threadsafe(_settle, stage.done, failure)
+
+    def _task_body(self, launch: TaskManagerLaunch, attempt: int) -> Any:
+        if self._launch_files is not None:
+            # Local workers are this user's processes: the closure holds only the path of a private
+            # file with the launch settings, so a broadcast block read by anyone would hold no secret.
+            path = self._launch_files.write(attempt, launch)
+            return functools.partial(run_barrier_task_from_file, path, self.taskmanager_bind_host)
+        # Executors elsewhere (Kubernetes): the launch settings travel inside the task's closure, over
+        # Spark's own channel, authenticated (spark.authenticate) and possibly encrypted
+        # (spark.network.crypto.enabled).
+        return functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host)
 
     async def wait_lost(self) -> str:
         stage = self._stage
