@@ -24,8 +24,9 @@ from py4j.protocol import Py4JError
 
 from sluice.hosts.spark._failure import describe_failure
 from sluice.hosts.spark._launch_file import LaunchFiles
+from sluice.hosts.spark._sealed_launch import can_seal, seal, secret_files
 from sluice.hosts.spark._settings import is_local
-from sluice.hosts.spark._task import run_barrier_task, run_barrier_task_from_file
+from sluice.hosts.spark._task import run_barrier_task, run_barrier_task_from_file, run_barrier_task_sealed
 from sluice.transport.secret import TaskManagerLaunch
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,11 @@ class SparkHost:
         self.stop_timeout_s = stop_timeout_s
         self._id = uuid.uuid4().hex[:8]
         self._stage: _Stage | None = None
-        # Spark ships a task's closure as a broadcast block: on this machine the secret goes by file.
-        self._launch_files = LaunchFiles() if is_local(str(context.master)) else None
+        # Spark ships a task's closure as a broadcast block: the job secret must not be readable in it.
+        # On this machine it goes by file; elsewhere sealed under Spark's own secret file, if any.
+        local = is_local(str(context.master))
+        self._launch_files = LaunchFiles() if local else None
+        self._secret_files = None if local or not can_seal() else secret_files(context.getConf())
 
     def control_bind_host(self) -> str:
         return self.control_host
@@ -119,9 +123,16 @@ class SparkHost:
             # file with the launch settings, so a broadcast block read by anyone would hold no secret.
             path = self._launch_files.write(attempt, launch)
             return functools.partial(run_barrier_task_from_file, path, self.taskmanager_bind_host)
-        # Executors elsewhere (Kubernetes): the launch settings travel inside the task's closure, over
-        # Spark's own channel, authenticated (spark.authenticate) and possibly encrypted
-        # (spark.network.crypto.enabled).
+        if self._secret_files is not None:
+            # Executors in other pods, each with the job's Spark secret mounted (the operator's doing).
+            driver_file, executor_file = self._secret_files
+            sealed = seal(launch, driver_file)
+            return functools.partial(
+                run_barrier_task_sealed, executor_file, sealed, self.taskmanager_bind_host
+            )
+        # No secret file to seal with (Spark drew its own secret): the launch settings travel inside
+        # the task's closure, over Spark's own channel, authenticated (spark.authenticate) and possibly
+        # encrypted (spark.network.crypto.enabled).
         return functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host)
 
     async def wait_lost(self) -> str:

@@ -29,8 +29,8 @@ def taskmanager_bind_host(default: str) -> str:
 def run_barrier_task(launch_json: str, default_bind_host: str, _partition: Iterable[int]) -> Iterator[int]:
     """The body of one barrier task: TaskManager number `partitionId()` until the coordinator ends it.
 
-    The launch settings travel in the closure (executors on other machines, over Spark's authenticated
-    channel)."""
+    The launch settings travel in the closure (executors elsewhere with no Spark secret file to seal
+    them with, over Spark's authenticated channel)."""
     from sluice.transport.secret import TaskManagerLaunch
 
     return _run(TaskManagerLaunch.from_json(launch_json), default_bind_host)
@@ -43,6 +43,15 @@ def run_barrier_task_from_file(
     from sluice.hosts.spark._launch_file import read_launch_file
 
     return _run(read_launch_file(launch_file), default_bind_host)
+
+
+def run_barrier_task_sealed(
+    secret_file: str, sealed: bytes, default_bind_host: str, _partition: Iterable[int]
+) -> Iterator[int]:
+    """`run_barrier_task` with the launch settings sealed under the Spark secret file (Kubernetes)."""
+    from sluice.hosts.spark._sealed_launch import unseal
+
+    return _run(unseal(sealed, secret_file), default_bind_host)
 
 
 def _run(launch: TaskManagerLaunch, default_bind_host: str) -> Iterator[int]:
