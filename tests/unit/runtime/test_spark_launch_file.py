@@ -38,7 +38,8 @@ def kubernetes_host(secret: Path | None) -> SparkHost:
 def test_the_local_closure_holds_no_secret_and_the_file_is_private() -> None:
     settings = launch()
     host = SparkHost(FakeContext("local[2]"))
-    body = host._task_body(settings, attempt=1)
+    body, launch_file = host._task_body(settings, attempt=1)
+    assert launch_file == body.args[0]
     shipped = cloudpickle.dumps(body)
     assert settings.secret.key.hex().encode() not in shipped and settings.secret.key not in shipped
     assert b"c2VjcmV0IGtleSBtYXRlcmlhbA" not in shipped, "the CA's private key stays out of the closure"
@@ -53,7 +54,8 @@ def test_a_kubernetes_closure_is_sealed_under_the_mounted_spark_secret(tmp_path:
     secret = tmp_path / "spark-secret"
     secret.write_bytes(b"the job's Spark secret\n")
     settings = launch()
-    body = kubernetes_host(secret)._task_body(settings, 1)
+    body, launch_file = kubernetes_host(secret)._task_body(settings, 1)
+    assert launch_file is None
     shipped = cloudpickle.dumps(body)
     assert settings.secret.key.hex().encode() not in shipped and settings.secret.key not in shipped
     assert b"c2VjcmV0IGtleSBtYXRlcmlhbA" not in shipped
@@ -78,16 +80,17 @@ def test_sealed_settings_do_not_open_with_another_secret(tmp_path: Path) -> None
 def test_without_a_spark_secret_file_the_closure_carries_the_settings() -> None:
     # Spark drew its own secret (a k8s:// master run by hand): its authenticated channel it is.
     settings = launch()
-    body = kubernetes_host(None)._task_body(settings, 1)
+    body, _ = kubernetes_host(None)._task_body(settings, 1)
     assert TaskManagerLaunch.from_json(body.args[0]) == settings
 
 
-def test_an_attempts_file_is_gone_once_removed() -> None:
+def test_a_launch_file_once_removed_is_refused_with_why() -> None:
     files = LaunchFiles()
-    path = files.write(3, launch())
-    files.remove(path)
+    first, again = files.write(3, launch()), files.write(3, launch())
+    assert first != again, "a stage of the same attempt still winding down keeps its own file"
+    os.unlink(first)
     with pytest.raises(LaunchSettingsError, match="the attempt that wrote them has ended"):
-        read_launch_file(path)
+        read_launch_file(first)
 
 
 def test_a_launch_file_open_to_others_is_refused(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import os
 import shutil
 import stat
 import tempfile
+import uuid
 import weakref
 from pathlib import Path
 
@@ -23,29 +24,23 @@ _PRIVATE_FILE = 0o600
 
 
 class LaunchFiles:
-    """One private directory per host; a launch file per attempt, removed once the attempt ends."""
+    """One private directory per host, made when first needed; a launch file per stage submitted."""
 
     def __init__(self) -> None:
         self._directory: Path | None = None
 
     def write(self, attempt: int, launch: TaskManagerLaunch) -> str:
+        """A new 0600 file with `launch`; whoever submitted the stage removes it when the stage ends."""
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="sluice-launch-"))
             # Removed with the host, or at the latest when the interpreter exits.
             weakref.finalize(self, shutil.rmtree, self._directory, ignore_errors=True)
-        path = self.path(attempt)
+        # A name of its own: a stage of an earlier attempt may still be winding down.
+        path = self._directory / f"attempt-{attempt}-{uuid.uuid4().hex[:8]}.json"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _PRIVATE_FILE)
         with os.fdopen(fd, "w") as handle:
             handle.write(launch.to_json())
-        return path
-
-    def path(self, attempt: int) -> str:
-        return str(self._directory / f"attempt-{attempt}.json") if self._directory else ""
-
-    def remove(self, path: str) -> None:
-        """Removes an attempt's file once its stage has ended: no task of it reads the file any more."""
-        if path:
-            Path(path).unlink(missing_ok=True)
+        return str(path)
 
 
 def read_launch_file(path: str) -> TaskManagerLaunch:
