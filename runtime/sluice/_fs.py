@@ -11,6 +11,7 @@ their own access control.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import fsspec
@@ -69,7 +70,9 @@ class _PrivateFileOpener(LocalFileOpener):  # type: ignore[misc]
         flags |= os.O_APPEND if "a" in self.mode else os.O_EXCL if "x" in self.mode else os.O_TRUNC
         fd = os.open(self.path, flags, FILE_MODE)
         try:
-            os.fchmod(fd, FILE_MODE)  # open keeps the mode of a file that was there (and the umask cuts)
+            # open keeps the mode of a file that was there, and the umask cuts; a device stays as it is.
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.fchmod(fd, FILE_MODE)
             self.f = os.fdopen(fd, self.mode)
         except BaseException:
             os.close(fd)

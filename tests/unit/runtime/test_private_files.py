@@ -85,3 +85,11 @@ def test_directories_made_through_the_file_system_are_0700_at_every_level(tmp_pa
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError):
         fs.makedirs(str(tmp_path / "file"), exist_ok=True)
+
+
+def test_writing_to_a_device_leaves_its_mode_alone(tmp_path: Path) -> None:
+    before = mode(Path("/dev/null"))
+    fs, path = filesystem("/dev/null")
+    with fs.open(path, "ab") as handle:
+        handle.write(b"nothing")
+    assert mode(Path("/dev/null")) == before

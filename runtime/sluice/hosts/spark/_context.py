@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,10 @@ class SparkLog:
 
 def _open_private(path: Path, how: int) -> int:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | how, 0o600)
-    os.fchmod(fd, 0o600)  # a file that existed keeps its mode through open: an older, looser log
+    # A file that existed keeps its mode through open (an older, looser log). Not a device, though:
+    # `--spark-log /dev/null` must not close /dev/null to everyone else.
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.fchmod(fd, 0o600)
     return fd
 
 
