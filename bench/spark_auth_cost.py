@@ -13,23 +13,71 @@ Runs W1 (examples/w1_window_counts.py, parallelism 2, checkpoints every second) 
 
 Each run is a fresh `sluice run` process; the rate is n over the coordinator's job time, which includes
 submitting the TaskManager stage and starting its Python workers (where Spark's authentication does its
-handshakes) but not the driver JVM's start. HEAD differs from the baseline in everything committed
-since: give the commit that turned authentication on as candidate to measure it alone.
+handshakes) but not the driver JVM's start. Beside it, the CPU seconds of the whole run (the driver,
+its JVM, the Python daemon and the TaskManager workers, each process sampled from /proc every 50 ms):
+on a machine shared with other work the rate swings by a factor of two or more from run to run, the
+CPU a run needs much less. HEAD differs from the baseline in everything committed since: give the
+commit that turned authentication on as candidate to measure it alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
-from _harness import environment_note
+from _harness import cpu_seconds, environment_note
 from _w1_trees import git, parent_of_commit_adding, run_w1, worktrees
 
 _LAUNCH_FILE = "runtime/sluice/hosts/spark/_launch_file.py"
+
+
+class TreeCpu:
+    """CPU seconds of a process and all its descendants, sampled until it ends."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, float] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> TreeCpu:
+        self._root = os.getpid()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def total(self) -> float:
+        return sum(self.seen.values())
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.05):
+            for pid in _descendants(self._root):
+                self.seen[pid] = max(self.seen.get(pid, 0.0), cpu_seconds(pid))
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
 
 
 def main() -> None:
@@ -54,18 +102,27 @@ def main() -> None:
                 for variant in order if r % 2 == 0 else order[::-1]:
                     log = work / f"spark-{variant.replace(' ', '')}-{r}.log"
                     spark = ("--host", "spark", "--spark-log", str(log))
-                    runs[variant].append(run_w1(args.n, work, variant, trees[variant], *spark))
+                    with TreeCpu() as cpu:
+                        run = run_w1(args.n, work, variant, trees[variant], *spark)
+                    runs[variant].append({**run, "tree_cpu_s": cpu.total()})
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    base = statistics.median(r["events_per_s"] for r in runs["before"])
-    print("| variant | commit | events/s (median) | vs before |")
-    print("|---|---|---|---|")
+    base = {key: statistics.median(r[key] for r in runs["before"]) for key in ("events_per_s", "tree_cpu_s")}
+    print("| variant | commit | events/s (median) | vs before | CPU s of the run (median) | vs before |")
+    print("|---|---|---|---|---|---|")
     for variant, samples in runs.items():
         rate = statistics.median(r["events_per_s"] for r in samples)
-        print(f"| {variant} | {commits[variant]} | {rate:,.0f} | {rate / base:.3f}x |")
+        cpu = statistics.median(r["tree_cpu_s"] for r in samples)
+        print(
+            f"| {variant} | {commits[variant]} | {rate:,.0f} | {rate / base['events_per_s']:.3f}x "
+            f"| {cpu:.1f} | {cpu / base['tree_cpu_s']:.3f}x |"
+        )
     print("\nEach run:")
     for variant, samples in runs.items():
-        print(f"- {variant}: " + ", ".join(f"{r['events_per_s']:,.0f}/s" for r in samples))
+        print(
+            f"- {variant}: "
+            + ", ".join(f"{r['events_per_s']:,.0f}/s ({r['tree_cpu_s']:.1f} CPU s)" for r in samples)
+        )
 
 
 if __name__ == "__main__":
