@@ -50,8 +50,9 @@ WORKER_SETTINGS: dict[str, str] = {
 }
 
 # Spark's RPC and block transfer on `local[N]`: authenticated with a secret Spark draws for this run
-# (it never leaves the driver JVM, whose only clients are its own local executor and workers), and
-# encrypted too, which adds nothing measurable (bench/README.md, "What Spark's authentication costs").
+# (it never leaves the driver JVM), and encrypted too. The local executor shares the driver JVM, so no
+# job traffic crosses Spark's transport: neither costs W1 anything that could be measured
+# (bench/README.md, "What Spark's authentication costs").
 LOCAL_SECURITY_SETTINGS: dict[str, str] = {
     "spark.authenticate": "true",
     "spark.network.crypto.enabled": "true",
