@@ -16,6 +16,8 @@ import re
 import secrets
 from pathlib import Path
 
+from sluice._private_dirs import private_directory
+
 ENV_VAR = "SLUICE_REST_TOKEN"
 
 # A job id is chosen by whoever starts the job (`--job-id`) and, on the client side, reported by a
@@ -43,10 +45,8 @@ def token_path(job_id: str) -> Path:
 def store_token(job_id: str, token: str) -> Path:
     """Writes `token` as the job's token file (0600, in 0700 directories); returns its path."""
     path = token_path(job_id)
-    for directory in (path.parent.parent, path.parent):
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # mkdir's mode is cut by the umask and does nothing to a directory that exists already.
-        os.chmod(directory, 0o700)
+    # 0700 and this user's, links not followed; one that is not is refused (PrivateDirectoryError).
+    private_directory(path.parent.parent.parent, path.parent.parent.name, path.parent.name)
     scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 
 from sluice._client import ClientError, client_command
 from sluice._durations import parse_duration
@@ -228,9 +227,15 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.command == "run":
-        from sluice._runner import run_command
+        from sluice._private_dirs import PrivateDirectoryError, scratch_directory, scratch_path
+        from sluice._runner import EXIT_USAGE, run_command
 
-        sys.exit(run_command(args, default_checkpoint_dir=f"{tempfile.gettempdir()}/sluice/checkpoints"))
+        try:  # a default under the shared $TMPDIR is this user's alone, or not used at all
+            default = scratch_directory("checkpoints") if args.checkpoint_dir is None else None
+        except PrivateDirectoryError as err:
+            print(f"sluice: error: {err}", file=sys.stderr)
+            sys.exit(EXIT_USAGE)
+        sys.exit(run_command(args, default_checkpoint_dir=str(default or scratch_path("checkpoints"))))
     try:
         sys.exit(client_command(args))
     except ClientError as err:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sluice._private_dirs import PrivateDirectoryError, scratch_directory
 from sluice.hosts.base import HostSetupError, TaskManagerHost
 from sluice.hosts.processes import ProcessHost
 
-# Where Spark's log goes unless --spark-log says otherwise.
-SPARK_LOG_DIR = Path(tempfile.gettempdir()) / "sluice" / "spark-logs"
+# Where Spark's log goes unless --spark-log says otherwise: this user's scratch directory under $TMPDIR.
+SPARK_LOG_DIR = "spark-logs"
 
 
 @dataclass
@@ -59,7 +59,7 @@ def _spark_host(
         overrides = dict(args.spark_conf)
         control_host = overrides.get("spark.driver.host") or socket.gethostbyname(socket.gethostname())
         taskmanager_host = "0.0.0.0"
-    log = spark.SparkLog(Path(args.spark_log) if args.spark_log else SPARK_LOG_DIR / f"{job_id}.log")
+    log = spark.SparkLog(Path(args.spark_log) if args.spark_log else _default_log_dir() / f"{job_id}.log")
     settings = spark.spark_settings(
         taskmanagers,
         master,
@@ -79,3 +79,10 @@ def _spark_host(
         spark.SparkHost(context, control_host=control_host, taskmanager_bind_host=taskmanager_host),
         context.stop,
     )
+
+
+def _default_log_dir() -> Path:
+    try:
+        return scratch_directory(SPARK_LOG_DIR)
+    except PrivateDirectoryError as err:
+        raise HostSetupError(f"{err} (or give --spark-log FILE)") from err

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
@@ -70,8 +71,17 @@ def _remove_orphans(root: str) -> None:
         if not name.startswith(_PREFIX):
             continue
         pid = name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not _alive(int(pid)) and _own_directory(os.path.join(root, name)):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _own_directory(path: str) -> bool:
+    # The root may be the shared $TMPDIR: a look-alike name another user made there is not ours to remove.
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
 
 
 def _alive(pid: int) -> bool:
@@ -90,7 +100,7 @@ class _Store:
     def __init__(self, owner: str) -> None:
         root = os.environ.get("SLUICE_STATE_DIR") or None
         if root is not None:
-            os.makedirs(root, exist_ok=True)
+            os.makedirs(root, mode=0o700, exist_ok=True)
         _remove_orphans(root or tempfile.gettempdir())
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in owner)[:60]
         self.path = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=root)

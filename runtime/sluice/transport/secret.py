@@ -1,10 +1,11 @@
 """The per-job secret and the launch settings that carry it to TaskManagers.
 
 The coordinator makes one secret per job (256 random bits). TaskManagers get it only through the
-host's own launch path: a process host writes the settings to the TaskManager's standard input, the
-Spark host puts them into the barrier task's closure (which Spark authenticates and, with
-`spark.network.crypto.enabled`, encrypts on Kubernetes). It never appears in a command line, a log
-line, a REST answer or a repr.
+host's own launch path: a process host writes the settings to the TaskManager's standard input; the
+Spark host writes them to a private file on `local[N]` and puts its path into the barrier task's
+closure, and on Kubernetes seals them into the closure under the job's mounted Spark secret
+(`hosts/spark/_launch_file.py`, `_sealed_launch.py`): a closure is a broadcast block, not a secret. It
+never appears in a command line, a log line, a REST answer or a repr.
 """
 
 from __future__ import annotations

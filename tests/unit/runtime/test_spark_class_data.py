@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -32,3 +33,14 @@ def test_the_first_driver_dumps_and_a_later_one_maps_the_archive(tmp_path: Path)
     ]
     assert java_options("4.3.0", str(tmp_path), env)[0].startswith("-XX:ArchiveClassesAtExit=")
     assert java_options("4.3.0", str(tmp_path), {"SLUICE_CACHE_DIR": "off"}) == []
+
+
+def test_a_cache_directory_others_can_write_to_is_not_used(tmp_path: Path) -> None:
+    # A planted archive would be mapped into the driver JVM as if it were Spark's own classes.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chmod(cache, 0o777)
+    env = {"SLUICE_CACHE_DIR": str(cache), "PATH": str(Path(JAVA or "").parent)}
+    archive = archive_path(cache, "4.3.0", str(tmp_path), os.path.realpath(JAVA or ""))
+    archive.write_bytes(b"planted")
+    assert java_options("4.3.0", str(tmp_path), env) == []

@@ -254,7 +254,7 @@ def test_spark_rpc_is_authenticated_on_kubernetes() -> None:
 
 
 def test_turning_spark_authentication_off_on_kubernetes_is_refused() -> None:
-    with pytest.raises(SparkSetupError, match=r"spark.authenticate=false is not allowed on Kubernetes"):
+    with pytest.raises(SparkSetupError, match=r"spark.authenticate=false is not allowed: without it any pod"):
         spark_settings(
             1,
             "k8s://https://10.96.0.1:443",
@@ -262,5 +262,17 @@ def test_turning_spark_authentication_off_on_kubernetes_is_refused() -> None:
             {"spark.authenticate": "false"},
             cluster=kubernetes_conf(pod(), taskmanagers=1),
         )
-    local = spark_settings(1, "local[1]", "sluice local", {"spark.authenticate": "false"})
-    assert local["spark.authenticate"] == "false", "local Spark stays in this process and on loopback"
+
+
+def test_local_spark_authenticates_and_encrypts_its_rpc() -> None:
+    local = spark_settings(2, "local[2]", "sluice local")
+    assert local["spark.authenticate"] == "true" and local["spark.network.crypto.enabled"] == "true"
+    # No secret is configured: Spark draws one per run for a local master, and it stays in the JVM.
+    assert not [key for key in local if key.startswith("spark.authenticate.secret")]
+
+
+def test_turning_spark_authentication_off_locally_is_refused() -> None:
+    # Loopback is no boundary between the users of one machine: another user's process could fetch
+    # the job's blocks.
+    with pytest.raises(SparkSetupError, match=r"without it any process \(another user's, too\)"):
+        spark_settings(1, "local[1]", "sluice local", {"spark.authenticate": "false"})

@@ -10,17 +10,23 @@ JVM (with a note in Spark's log), so a stale archive costs speed, never correctn
 The archive lives in `$SLUICE_CACHE_DIR` (default `~/.cache/sluice`), one per Spark version, Spark home,
 Java binary and extra driver class path (on Kubernetes the driver also loads Sluice's feature-step jar,
 and an archive is only valid for the class path it was dumped with). `SLUICE_CACHE_DIR=off` disables
-it; an unwritable cache directory does too.
+it; an unwritable cache directory does too, and so does one that someone else could write to (another
+owner, group- or world-writable, a symbolic link: see `_private_dirs.py`), with a warning.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
+
+from sluice._private_dirs import PrivateDirectoryError, private_directory
+
+log = logging.getLogger(__name__)
 
 # Without /proc to tell whether the dumping JVM still runs: a dump younger than this may be unfinished.
 _SETTLED_S = 60.0
@@ -64,12 +70,20 @@ def java_options(
     directory, java = cache_dir(env), _java(env)
     if directory is None or java is None:
         return []
+    try:
+        # The JVM trusts the archive it maps as it trusts its own jars: only this user may have put it
+        # there. A directory someone else could write to is not used (and not fixed: say so).
+        private_directory(directory.parent, directory.name, confidential=False)
+    except PrivateDirectoryError as err:
+        log.warning("no class-data archive, Spark starts slower: %s", err)
+        return []
+    except OSError:
+        return []
     archive = archive_path(directory, spark_version, spark_home, java, extra_class_path)
     _adopt_settled_dumps(archive)
     if archive.exists():
         return [f"-XX:SharedArchiveFile={archive}"]
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         probe = directory / f".probe-{os.getpid()}"
         probe.touch()
         probe.unlink()

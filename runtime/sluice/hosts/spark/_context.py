@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +38,27 @@ class SparkLog:
         return self.path.with_name(self.path.name + ".log4j2.properties")
 
     def write_config(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(_LOG4J2.format(log=self.path))
+        """Writes the log4j2 file, and makes the log file 0600 before log4j (which keeps its mode) opens it.
+
+        Spark's log names hosts, ports and paths of the job: for the job's user only. Neither file is
+        opened through a symbolic link, where one was planted in place of them.
+        """
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(_open_private(self.path, os.O_APPEND))
+        with os.fdopen(_open_private(self.config, os.O_TRUNC), "w") as config:
+            config.write(_LOG4J2.format(log=self.path))
+
+    def open_for_append(self) -> int:
+        return _open_private(self.path, os.O_APPEND)
+
+
+def _open_private(path: Path, how: int) -> int:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | how, 0o600)
+    # A file that existed keeps its mode through open (an older, looser log). Not a device, though:
+    # `--spark-log /dev/null` must not close /dev/null to everyone else.
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
@@ -78,7 +98,7 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
     conf = SparkConf().setAll(list(settings.items()))
     gateway = None
     if SparkContext._gateway is None:
-        with open(log.path, "ab") as output:
+        with os.fdopen(log.open_for_append(), "ab") as output:
             try:
                 gateway = launch_gateway(  # type: ignore[no-untyped-call]
                     conf, popen_kwargs={"stdout": output, "stderr": output}

@@ -18,12 +18,16 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from py4j.protocol import Py4JError
 
 from sluice.hosts.spark._failure import describe_failure
-from sluice.hosts.spark._task import run_barrier_task
+from sluice.hosts.spark._launch_file import LaunchFiles
+from sluice.hosts.spark._sealed_launch import can_seal, seal, secret_files
+from sluice.hosts.spark._settings import is_local
+from sluice.hosts.spark._task import run_barrier_task, run_barrier_task_from_file, run_barrier_task_sealed
 from sluice.transport.secret import TaskManagerLaunch
 
 log = logging.getLogger(__name__)
@@ -63,6 +67,11 @@ class SparkHost:
         self.stop_timeout_s = stop_timeout_s
         self._id = uuid.uuid4().hex[:8]
         self._stage: _Stage | None = None
+        # Spark ships a task's closure as a broadcast block: the job secret must not be readable in it.
+        # On this machine it goes by file; elsewhere sealed under Spark's own secret file, if any.
+        local = is_local(str(context.master))
+        self._launch_files = LaunchFiles() if local else None
+        self._secret_files = None if local or not can_seal() else secret_files(context.getConf())
 
     def control_bind_host(self) -> str:
         return self.control_host
@@ -89,6 +98,7 @@ class SparkHost:
     ) -> None:
         """The background thread: blocks in `collect()` for as long as the TaskManagers run."""
         failure: str | None = None
+        launch_file: str | None = None
         try:
             # Job groups are thread-local properties in PySpark's pinned-thread mode: set it here.
             self.context.setJobGroup(
@@ -99,16 +109,37 @@ class SparkHost:
             if stage.stopping:
                 failure = "stopped before the stage was submitted"
             else:
-                # The launch settings (and the job's secret in them) travel inside the task's closure,
-                # over Spark's own channel to its Python workers; on Kubernetes that channel is
-                # authenticated (spark.authenticate) and may be encrypted (spark.network.crypto).
-                body = functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host)
+                body, launch_file = self._task_body(launch, attempt)
                 rdd = self.context.parallelize(range(stage.count), stage.count)
                 rdd.barrier().mapPartitions(body).collect()
         except Exception as err:
             failure = describe_failure(err)
+        finally:
+            if launch_file is not None:
+                # The stage has ended: none of its tasks reads the file any more.
+                Path(launch_file).unlink(missing_ok=True)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
             loop.call_soon_threadsafe(_settle, stage.done, failure)
+
+    def _task_body(self, launch: TaskManagerLaunch, attempt: int) -> tuple[Any, str | None]:
+        """The barrier task's function, and the launch file it reads (None: the settings are in it)."""
+        if self._launch_files is not None:
+            # Local workers are this user's processes: the closure holds only the path of a private
+            # file with the launch settings, so a broadcast block read by anyone would hold no secret.
+            path = self._launch_files.write(attempt, launch)
+            return functools.partial(run_barrier_task_from_file, path, self.taskmanager_bind_host), path
+        if self._secret_files is not None:
+            # Executors in other pods, each with the job's Spark secret mounted (the operator's doing).
+            driver_file, executor_file = self._secret_files
+            sealed = seal(launch, driver_file)
+            body = functools.partial(
+                run_barrier_task_sealed, executor_file, sealed, self.taskmanager_bind_host
+            )
+            return body, None
+        # No secret file to seal with (Spark drew its own secret): the launch settings travel inside
+        # the task's closure, over Spark's own channel, authenticated (spark.authenticate) and possibly
+        # encrypted (spark.network.crypto.enabled).
+        return functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host), None
 
     async def wait_lost(self) -> str:
         stage = self._stage

@@ -49,6 +49,15 @@ WORKER_SETTINGS: dict[str, str] = {
     "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "600",
 }
 
+# Spark's RPC and block transfer on `local[N]`: authenticated with a secret Spark draws for this run
+# (it never leaves the driver JVM), and encrypted too. The local executor shares the driver JVM, so no
+# job traffic crosses Spark's transport: neither costs W1 anything that could be measured
+# (bench/README.md, "What Spark's authentication costs").
+LOCAL_SECURITY_SETTINGS: dict[str, str] = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+}
+
 # A quiet JVM that starts as fast as Spark allows. There are no shuffle or SQL settings to shrink: the
 # only job is the TaskManager stage, which shuffles nothing, and no SQL session is created at all
 # (creating one costs seconds of class loading that the RDD API does not need).
@@ -123,11 +132,13 @@ def spark_settings(
         # port open to the network.
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
+    if is_local(master):
+        settings.update(LOCAL_SECURITY_SETTINGS)
     settings.update(cluster or {})
     settings["spark.master"] = master
-    if is_kubernetes(master):
-        # Any pod that reaches the driver's ports could otherwise join the application (checked below).
-        settings.setdefault("spark.authenticate", "true")
+    # Any process that reaches the driver's ports could otherwise fetch blocks (the task closure among
+    # them) or join the application: another local user on `local[N]`, any pod on Kubernetes.
+    settings.setdefault("spark.authenticate", "true")
     java_options = [DRIVER_JAVA_OPTIONS]
     if log4j_file is not None:
         java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_file}")
@@ -152,12 +163,13 @@ def _check(settings: dict[str, str], taskmanagers: int) -> None:
                 "(failover is the coordinator's: Spark must not retry TaskManagers on its own)"
             )
     master = settings["spark.master"]
-    if is_kubernetes(master) and settings.get("spark.authenticate") != "true":
+    if settings.get("spark.authenticate") != "true":
+        who = "any pod" if is_kubernetes(master) else "any process (another user's, too)"
         raise SparkSetupError(
-            f"--spark-conf spark.authenticate={settings.get('spark.authenticate')} is not allowed on "
-            "Kubernetes: without it any pod that reaches the coordinator's Spark ports could join the job "
-            "and run code in it. Leave spark.authenticate on (spark.network.crypto.enabled=true also "
-            "encrypts the traffic)"
+            f"--spark-conf spark.authenticate={settings.get('spark.authenticate')} is not allowed: "
+            f"without it {who} that reaches the coordinator's Spark ports could fetch the job's blocks "
+            "or join the job and run code in it. Leave spark.authenticate on "
+            "(spark.network.crypto.enabled=true also encrypts the traffic)"
         )
     task_cpus = _whole(settings, "spark.task.cpus", "1")
     if is_local(master):

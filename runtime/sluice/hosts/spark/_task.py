@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sluice.transport.secret import TaskManagerLaunch
 
 # Spark's Kubernetes backend puts the executor pod's IP into the executor's environment; the Python
 # worker inherits it. The TaskManager's data port listens there so that the other pods can reach it.
@@ -23,14 +27,39 @@ def taskmanager_bind_host(default: str) -> str:
 
 
 def run_barrier_task(launch_json: str, default_bind_host: str, _partition: Iterable[int]) -> Iterator[int]:
-    """The body of one barrier task: TaskManager number `partitionId()` until the coordinator ends it."""
+    """The body of one barrier task: TaskManager number `partitionId()` until the coordinator ends it.
+
+    The launch settings travel in the closure (executors elsewhere with no Spark secret file to seal
+    them with, over Spark's authenticated channel)."""
+    from sluice.transport.secret import TaskManagerLaunch
+
+    return _run(TaskManagerLaunch.from_json(launch_json), default_bind_host)
+
+
+def run_barrier_task_from_file(
+    launch_file: str, default_bind_host: str, _partition: Iterable[int]
+) -> Iterator[int]:
+    """`run_barrier_task` with the launch settings in a private file of this machine (`local[N]`)."""
+    from sluice.hosts.spark._launch_file import read_launch_file
+
+    return _run(read_launch_file(launch_file), default_bind_host)
+
+
+def run_barrier_task_sealed(
+    secret_file: str, sealed: bytes, default_bind_host: str, _partition: Iterable[int]
+) -> Iterator[int]:
+    """`run_barrier_task` with the launch settings sealed under the Spark secret file (Kubernetes)."""
+    from sluice.hosts.spark._sealed_launch import unseal
+
+    return _run(unseal(sealed, secret_file), default_bind_host)
+
+
+def _run(launch: TaskManagerLaunch, default_bind_host: str) -> Iterator[int]:
     from pyspark import BarrierTaskContext
 
     from sluice.engine.taskmanager import run_taskmanager
-    from sluice.transport.secret import TaskManagerLaunch
 
     index = BarrierTaskContext.get().partitionId()
-    launch = TaskManagerLaunch.from_json(launch_json)
     coordinator = launch.coordinator
     code = run_taskmanager(launch, index, taskmanager_bind_host(default_bind_host))
     if code != 0:
