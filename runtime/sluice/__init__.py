@@ -14,12 +14,14 @@ from sluice.functions import (
     RuntimeContext,
     TimerService,
 )
+from sluice.side_outputs import FailedRecord, OutputTag
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.watermarks import WatermarkStrategy
 
 __all__ = [
     "AggregateFunction",
     "DataStream",
+    "FailedRecord",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
@@ -29,6 +31,7 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "OutputTag",
     "ProcessFunction",
     "RuntimeContext",
     "StreamEnvironment",

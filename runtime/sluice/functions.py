@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from sluice.side_outputs import OutputTag
     from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
     from sluice.state.keyed import ListState, MapState, ValueState
 
@@ -60,6 +61,10 @@ class KeyedContext(Protocol):
 
     @property
     def timer_service(self) -> TimerService: ...
+
+    def output(self, tag: OutputTag, value: Any) -> None:
+        """Sends `value` to side output `tag` (read it with `DataStream.get_side_output(tag)`), with
+        the current record's timestamp (the timer's in `on_timer`)."""
 
 
 class Function:

@@ -23,17 +23,30 @@ class Metrics:
         "_ended_ns",
         "_started_ns",
         "backpressure",
+        "dead_letters",
         "idle",
         "late_records_dropped",
+        "late_records_refired",
+        "late_records_side_output",
         "probe",
         "records_in",
         "records_out",
+        "records_skipped",
     )
 
     def __init__(self) -> None:
         self.records_in = 0
         self.records_out = 0
         self.late_records_dropped = 0
+        """Records later than their window's allowed lateness, with no late-data side output."""
+        self.late_records_refired = 0
+        """Late records within the allowed lateness: each one fired its window again."""
+        self.late_records_side_output = 0
+        """Records too late for their window, sent to its late-data side output."""
+        self.records_skipped = 0
+        """Records that made a user function raise, dropped (on_error="skip")."""
+        self.dead_letters = 0
+        """Records that made a user function raise, sent to its on_error side output."""
         self.idle = WaitClock()
         """Waiting for input."""
         self.backpressure = WaitClock()
@@ -58,6 +71,10 @@ class Metrics:
             "recordsIn": self.records_in,
             "recordsOut": self.records_out,
             "lateRecordsDropped": self.late_records_dropped,
+            "lateRecordsRefired": self.late_records_refired,
+            "lateRecordsSideOutput": self.late_records_side_output,
+            "recordsSkipped": self.records_skipped,
+            "deadLetters": self.dead_letters,
             "timeNs": now - self._started_ns,
             "idleNs": self.idle.read(now),
             "backpressuredNs": self.backpressure.read(now),
