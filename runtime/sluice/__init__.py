@@ -1,7 +1,8 @@
 """Sluice: streaming jobs with Flink's finishing semantics (FLIP-147, FLIP-34), in Python, on Spark."""
 
-from sluice.api.datastream import DataStream, KeyedStream, WindowedStream
+from sluice.api.datastream import DataStream, KeyedStream
 from sluice.api.environment import StreamEnvironment
+from sluice.api.windowed import WindowedStream
 from sluice.functions import (
     AggregateFunction,
     FilterFunction,
@@ -11,6 +12,7 @@ from sluice.functions import (
     KeyedProcessFunction,
     MapFunction,
     ProcessFunction,
+    ProcessWindowFunction,
     RuntimeContext,
     TimerService,
 )
@@ -33,6 +35,7 @@ __all__ = [
     "MapStateDescriptor",
     "OutputTag",
     "ProcessFunction",
+    "ProcessWindowFunction",
     "RuntimeContext",
     "StreamEnvironment",
     "TimerService",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from sluice.side_outputs import OutputTag
     from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
     from sluice.state.keyed import ListState, MapState, ValueState
+    from sluice.windows import TimeWindow
 
 
 class RuntimeContext(Protocol):
@@ -123,4 +124,19 @@ class AggregateFunction:
         raise NotImplementedError
 
     def get_result(self, accumulator: Any) -> Any:
+        raise NotImplementedError
+
+    def merge(self, first: Any, second: Any) -> Any:
+        """One accumulator holding what both hold; session windows need it when two sessions merge."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.merge is not implemented; session windows merge accumulators"
+        )
+
+
+class ProcessWindowFunction(Function):
+    """Called once per firing of a window with every element the window holds (kept in state until the
+    window is cleaned up). Returns (or yields) the records to emit; they carry the timestamp
+    `window.end - 1`."""
+
+    def process(self, key: Any, window: TimeWindow, elements: list[Any]) -> Iterable[Any] | None:
         raise NotImplementedError

@@ -1,4 +1,4 @@
-"""The fluent pipeline API: DataStream, KeyedStream and WindowedStream."""
+"""The fluent pipeline API: DataStream and KeyedStream (WindowedStream: `sluice.api.windowed`)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from sluice.engine.operators.basic import (
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from sluice.engine.operators.sink import SinkOperator, TwoPhaseCommitSinkOperator
 from sluice.engine.operators.timestamps import TimestampsOperator
-from sluice.engine.operators.window import WindowOperator
 from sluice.functions import (
-    AggregateFunction,
     FilterFunction,
     FlatMapFunction,
     Function,
@@ -31,6 +29,7 @@ from sluice.side_outputs import OutputTag, error_policy
 
 if TYPE_CHECKING:
     from sluice.api.environment import StreamEnvironment
+    from sluice.api.windowed import WindowedStream
     from sluice.windows import WindowAssigner
 
 _Inputs = list[tuple[Transformation, Partitioning | None]]
@@ -219,26 +218,6 @@ class KeyedStream(DataStream):
         return stream
 
     def window(self, assigner: WindowAssigner) -> WindowedStream:
+        from sluice.api.windowed import WindowedStream
+
         return WindowedStream(self, assigner)
-
-
-class WindowedStream:
-    def __init__(self, keyed: KeyedStream, assigner: WindowAssigner) -> None:
-        self._keyed = keyed
-        self._assigner = assigner
-
-    def reduce(
-        self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None
-    ) -> DataStream:
-        key, assigner = self._keyed.key_selector, self._assigner
-        return self._keyed._then(
-            "window", uid, name, lambda u: WindowOperator(u, assigner, key, reduce=fn), True
-        )
-
-    def aggregate(self, fn: AggregateFunction, uid: str | None = None, name: str | None = None) -> DataStream:
-        if not isinstance(fn, AggregateFunction):
-            raise TypeError("aggregate() needs a sluice.AggregateFunction")
-        key, assigner = self._keyed.key_selector, self._assigner
-        return self._keyed._then(
-            "window", uid, name, lambda u: WindowOperator(u, assigner, key, aggregate=fn), True
-        )
