@@ -7,6 +7,7 @@ import collections
 import json
 import os
 import signal
+import urllib.request
 from pathlib import Path
 
 from testkit.jobs import REPO, SluiceJob, run_job
@@ -97,6 +98,17 @@ def test_side_output_sinks_are_exactly_once_across_a_killed_taskmanager(tmp_path
         job.wait_checkpoints(2)
         assert job.get("/v1/job")["subtasks"]["finished"] == 0, "the failure must hit a running job"
         dead_before = sum(read_output(str(out / "dead")).values())
+        # The counts reach REST and /metrics while the job runs (heartbeats carry them).
+        job.wait_until(lambda: job.get("/v1/job")["metrics"]["deadLetters"] > 0, 30, "dead letters counted")
+        request = urllib.request.Request(
+            job.rest_url() + "/metrics", headers={"Authorization": f"Bearer {job.token()}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            exported = response.read().decode()
+        parse_vertex = [
+            line for line in exported.splitlines() if line.startswith("sluice_subtask_dead_letters_total{")
+        ]
+        assert any(float(line.rsplit(" ", 1)[1]) > 0 for line in parse_vertex), exported
         os.kill(job.taskmanager_pids()[1], signal.SIGKILL)
         job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
         code = job.wait(180)
