@@ -17,7 +17,7 @@ from sluice.functions import (
     TimerService,
 )
 from sluice.side_outputs import FailedRecord, OutputTag
-from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateTtl, ValueStateDescriptor
 from sluice.watermarks import WatermarkStrategy
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "ProcessFunction",
     "ProcessWindowFunction",
     "RuntimeContext",
+    "StateTtl",
     "StreamEnvironment",
     "TimerService",
     "ValueStateDescriptor",

@@ -10,6 +10,7 @@ from sluice.engine._task_metrics import WaitClock
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState, create_backend
 from sluice.state.operator_state import OperatorStateStore
+from sluice.state.ttl import TtlListState, TtlMapState, TtlStates, TtlValueState
 
 
 class Metrics:
@@ -117,6 +118,8 @@ class OperatorContext:
             else None
         )
         self.operator_state = OperatorStateStore()
+        self.ttl_states = TtlStates()
+        """States declared with a TTL: swept for expired entries at each checkpoint."""
 
     @property
     def subtask_index(self) -> int:
@@ -147,13 +150,26 @@ class OperatorContext:
         return self.keyed_backend
 
     def get_state(self, descriptor: ValueStateDescriptor[Any]) -> ValueState[Any]:
-        return self._backend("value").value_state(descriptor)
+        backend = self._backend("value")
+        if descriptor.ttl is None:
+            return backend.value_state(descriptor)
+        inner: ValueState[Any] = backend.value_state(ValueStateDescriptor(descriptor.name))
+        expiry = self.ttl_states.expiry(backend, descriptor.name, descriptor.ttl)
+        return TtlValueState(inner, descriptor.default, expiry)
 
     def get_list_state(self, descriptor: ListStateDescriptor[Any]) -> ListState[Any]:
-        return self._backend("list").list_state(descriptor)
+        backend = self._backend("list")
+        if descriptor.ttl is None:
+            return backend.list_state(descriptor)
+        inner_list: ListState[Any] = backend.list_state(ListStateDescriptor(descriptor.name))
+        return TtlListState(inner_list, self.ttl_states.expiry(backend, descriptor.name, descriptor.ttl))
 
     def get_map_state(self, descriptor: MapStateDescriptor) -> MapState:
-        return self._backend("map").map_state(descriptor)
+        backend = self._backend("map")
+        if descriptor.ttl is None:
+            return backend.map_state(descriptor)
+        inner = backend.map_state(MapStateDescriptor(descriptor.name))
+        return TtlMapState(inner, self.ttl_states.expiry(backend, descriptor.name, descriptor.ttl))
 
     def get_operator_list_state(self, name: str) -> list[Any]:
         return self.operator_state.list_state(name)

@@ -233,6 +233,7 @@ class KeyedProcessOperator(UdfOperator):
         self.processing_timers_stopped = True
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        self.ctx.ttl_states.sweep()  # state that expired and is not read any more leaves the snapshot
         snap = super().snapshot_state(checkpoint_id) or OperatorSnapshot()
         backend = self.ctx.keyed_backend
         assert backend is not None
