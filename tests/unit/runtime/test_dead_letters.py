@@ -157,3 +157,14 @@ def test_error_whose_message_raises_still_gets_a_text() -> None:
 def test_outputtag_needs_a_name() -> None:
     with pytest.raises(ValueError, match="non-empty name"):
         OutputTag("")
+
+
+def test_ctx_output_to_the_on_error_tag_fails_the_task() -> None:
+    class Mixing(sluice.KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: sluice.KeyedContext) -> None:
+            ctx.output(BAD, value)
+
+    op = KeyedProcessOperator("mix", lambda v: v, Mixing(), BAD)
+    started(op)
+    with pytest.raises(ValueError, match="which is this operator's on_error tag"):
+        op.process_batch([1], None)

@@ -19,22 +19,22 @@ class UdfOperator(StreamOperator):
         self._timestamp_of_finish: int | None = None
         self.guarded = on_error != "fail"
         """A raising function does not fail the task: `process_batch` takes the record-by-record path."""
-        self._dead_letter_tag = on_error.name if isinstance(on_error, OutputTag) else None
+        self.dead_letter_tag = on_error.name if isinstance(on_error, OutputTag) else None
 
     def reject(self, value: Any, timestamp: int | None, error: Exception, dead: DeadLetters) -> None:
         """`value` made the user function raise: skipped and counted, or kept as a dead letter."""
-        if self._dead_letter_tag is None:
+        if self.dead_letter_tag is None:
             self.ctx.metrics.records_skipped += 1
             return
         dead.values.append(FailedRecord(value, describe_error(error), self.uid))
         dead.timestamps.append(timestamp)
 
     def send_dead_letters(self, dead: DeadLetters) -> None:
-        if dead.values and self._dead_letter_tag is not None:
+        if dead.values and self.dead_letter_tag is not None:
             self.ctx.metrics.dead_letters += len(dead.values)
             stamps = dead.timestamps
             timed = None if any(ts is None for ts in stamps) else [ts for ts in stamps if ts is not None]
-            self.output.emit_side(self._dead_letter_tag, dead.values, timed)
+            self.output.emit_side(self.dead_letter_tag, dead.values, timed)
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         if restored is None:

@@ -57,6 +57,10 @@ class KeyedReduceOperator(StreamOperator):
         return OperatorSnapshot(keyed=keyed)
 
 
+class _MixedSideOutput(ValueError):
+    """Raised through on_error: one tag cannot carry both dead letters and records of ctx.output."""
+
+
 class _Context:
     """The context handed to process_element / on_timer; one instance reused for every call."""
 
@@ -177,6 +181,8 @@ class KeyedProcessOperator(UdfOperator):
             try:
                 produced = call(value, ctx)
                 produced = None if produced is None else list(produced)
+            except _MixedSideOutput:
+                raise
             except Exception as error:
                 self._forget_side_since(side_marks)
                 self.reject(value, ts, error, dead)
@@ -192,6 +198,12 @@ class KeyedProcessOperator(UdfOperator):
             del vs[keep:], stamps[keep:]
 
     def side_output(self, tag: str, value: Any, timestamp: int | None) -> None:
+        if tag == self.dead_letter_tag:
+            # Outside the try of on_error: a bug in the pipeline, not a bad record.
+            raise _MixedSideOutput(
+                f"operator {self.uid!r}: ctx.output to {tag!r}, which is this operator's on_error tag: its "
+                "readers expect FailedRecord dead letters only; use another OutputTag name"
+            )
         values, stamps = self._side.setdefault(tag, ([], []))
         values.append(value)
         stamps.append(timestamp)
