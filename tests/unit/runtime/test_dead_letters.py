@@ -168,3 +168,21 @@ def test_ctx_output_to_the_on_error_tag_fails_the_task() -> None:
     started(op)
     with pytest.raises(ValueError, match="which is this operator's on_error tag"):
         op.process_batch([1], None)
+
+
+class TimerSideOutput(sluice.KeyedProcessFunction):
+    def process_element(self, value: Any, ctx: sluice.KeyedContext) -> None:
+        ctx.timer_service.register_event_time_timer(100)
+
+    def on_timer(self, timestamp: int, ctx: sluice.KeyedContext) -> Iterator[Any]:
+        ctx.output(OutputTag("timers"), (ctx.key, timestamp))
+        yield ctx.key
+
+
+def test_on_timer_may_emit_to_a_side_output_with_the_timers_timestamp() -> None:
+    op = KeyedProcessOperator("t", lambda v: v, TimerSideOutput())
+    out, _ = started(op)
+    op.process_batch(["a", "b"], [1, 2])
+    op.process_watermark(100)
+    assert sorted(out.timestamped) == [("a", 100), ("b", 100)]
+    assert sorted(out.side["timers"]) == [(("a", 100), 100), (("b", 100), 100)]
