@@ -1,7 +1,8 @@
 """Sluice: streaming jobs with Flink's finishing semantics (FLIP-147, FLIP-34), in Python, on Spark."""
 
-from sluice.api.datastream import DataStream, KeyedStream, WindowedStream
+from sluice.api.datastream import DataStream, KeyedStream
 from sluice.api.environment import StreamEnvironment
+from sluice.api.windowed import WindowedStream
 from sluice.functions import (
     AggregateFunction,
     FilterFunction,
@@ -11,15 +12,18 @@ from sluice.functions import (
     KeyedProcessFunction,
     MapFunction,
     ProcessFunction,
+    ProcessWindowFunction,
     RuntimeContext,
     TimerService,
 )
-from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.side_outputs import FailedRecord, OutputTag
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateTtl, ValueStateDescriptor
 from sluice.watermarks import WatermarkStrategy
 
 __all__ = [
     "AggregateFunction",
     "DataStream",
+    "FailedRecord",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
@@ -29,8 +33,11 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "OutputTag",
     "ProcessFunction",
+    "ProcessWindowFunction",
     "RuntimeContext",
+    "StateTtl",
     "StreamEnvironment",
     "TimerService",
     "ValueStateDescriptor",

@@ -12,8 +12,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from sluice.side_outputs import OutputTag
     from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
     from sluice.state.keyed import ListState, MapState, ValueState
+    from sluice.windows import TimeWindow
 
 
 class RuntimeContext(Protocol):
@@ -60,6 +62,10 @@ class KeyedContext(Protocol):
 
     @property
     def timer_service(self) -> TimerService: ...
+
+    def output(self, tag: OutputTag, value: Any) -> None:
+        """Sends `value` to side output `tag` (read it with `DataStream.get_side_output(tag)`), with
+        the current record's timestamp (the timer's in `on_timer`)."""
 
 
 class Function:
@@ -118,4 +124,19 @@ class AggregateFunction:
         raise NotImplementedError
 
     def get_result(self, accumulator: Any) -> Any:
+        raise NotImplementedError
+
+    def merge(self, first: Any, second: Any) -> Any:
+        """One accumulator holding what both hold; session windows need it when two sessions merge."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.merge is not implemented; session windows merge accumulators"
+        )
+
+
+class ProcessWindowFunction(Function):
+    """Called once per firing of a window with every element the window holds (kept in state until the
+    window is cleaned up). Returns (or yields) the records to emit; they carry the timestamp
+    `window.end - 1`."""
+
+    def process(self, key: Any, window: TimeWindow, elements: list[Any]) -> Iterable[Any] | None:
         raise NotImplementedError

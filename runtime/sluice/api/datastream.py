@@ -1,4 +1,4 @@
-"""The fluent pipeline API: DataStream, KeyedStream and WindowedStream."""
+"""The fluent pipeline API: DataStream and KeyedStream (WindowedStream: `sluice.api.windowed`)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sluice.connectors.base import Sink, TwoPhaseCommitSink
-from sluice.engine.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
+from sluice.engine.operators.basic import (
+    FilterOperator,
+    FlatMapOperator,
+    MapOperator,
+    ProcessOperator,
+    SideOutputOperator,
+)
 from sluice.engine.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from sluice.engine.operators.sink import SinkOperator, TwoPhaseCommitSinkOperator
 from sluice.engine.operators.timestamps import TimestampsOperator
-from sluice.engine.operators.window import WindowOperator
 from sluice.functions import (
-    AggregateFunction,
     FilterFunction,
     FlatMapFunction,
     Function,
@@ -20,13 +24,18 @@ from sluice.functions import (
     MapFunction,
     ProcessFunction,
 )
-from sluice.graph.transformations import Partitioning, PartitionKind, Transformation
+from sluice.graph.transformations import Input, Partitioning, PartitionKind, Transformation
+from sluice.side_outputs import OutputTag, error_policy
 
 if TYPE_CHECKING:
     from sluice.api.environment import StreamEnvironment
+    from sluice.api.windowed import WindowedStream
     from sluice.windows import WindowAssigner
 
 _Inputs = list[tuple[Transformation, Partitioning | None]]
+OnError = str | OutputTag
+"""What a raising user function does to its record: "fail" the task, "skip" it, or an OutputTag for
+dead letters (`sluice.FailedRecord`)."""
 
 
 class DataStream:
@@ -80,23 +89,76 @@ class DataStream:
         node = self._env._add(kind, name or uid or kind, uid, factory, list(self._inputs), stateful)
         return DataStream(self._env, [(node, None)])
 
-    def map(
-        self, fn: Callable[[Any], Any] | MapFunction, uid: str | None = None, name: str | None = None
+    def _then_guarded(
+        self, kind: str, uid: str | None, name: str | None, factory: Any, stateful: bool, on_error: object
     ) -> DataStream:
-        return self._then("map", uid, name, lambda u: MapOperator(u, fn), isinstance(fn, Function))
+        policy = error_policy(on_error, f"{kind}({name or uid or ''})")
+        stream = self._then(kind, uid, name, lambda u: factory(u, policy), stateful)
+        if isinstance(policy, OutputTag):
+            stream._node.declare_side_output(policy.name, "dead letters")
+        return stream
+
+    def get_side_output(self, tag: OutputTag) -> DataStream:
+        """The records the operator that made this stream sent to side output `tag`."""
+        if not isinstance(tag, OutputTag):
+            raise TypeError(f"get_side_output needs a sluice.OutputTag, got {tag!r}")
+        node = self._node
+        if tag.name not in node.side_outputs and not node.free_side_outputs:
+            declared = ", ".join(repr(t) for t in sorted(node.side_outputs)) or "none"
+            raise ValueError(
+                f"{node.describe()} has no side output {tag.name!r} (it declares: {declared}); side "
+                "outputs come from on_error=OutputTag(...), side_output_late_data(...) on a window, "
+                "or ctx.output(...) in a KeyedProcessFunction"
+            )
+        side = self._env._add(
+            "side_output", f"{node.name}[{tag.name}]", None, SideOutputOperator, [], stateful=False
+        )
+        side.inputs = [Input(node, None, tag.name)]
+        return DataStream(self._env, [(side, None)])
+
+    def map(
+        self,
+        fn: Callable[[Any], Any] | MapFunction,
+        uid: str | None = None,
+        name: str | None = None,
+        on_error: OnError = "fail",
+    ) -> DataStream:
+        return self._then_guarded(
+            "map", uid, name, lambda u, p: MapOperator(u, fn, p), isinstance(fn, Function), on_error
+        )
 
     def filter(
-        self, fn: Callable[[Any], bool] | FilterFunction, uid: str | None = None, name: str | None = None
+        self,
+        fn: Callable[[Any], bool] | FilterFunction,
+        uid: str | None = None,
+        name: str | None = None,
+        on_error: OnError = "fail",
     ) -> DataStream:
-        return self._then("filter", uid, name, lambda u: FilterOperator(u, fn), isinstance(fn, Function))
+        return self._then_guarded(
+            "filter", uid, name, lambda u, p: FilterOperator(u, fn, p), isinstance(fn, Function), on_error
+        )
 
     def flat_map(
-        self, fn: Callable[[Any], Any] | FlatMapFunction, uid: str | None = None, name: str | None = None
+        self,
+        fn: Callable[[Any], Any] | FlatMapFunction,
+        uid: str | None = None,
+        name: str | None = None,
+        on_error: OnError = "fail",
     ) -> DataStream:
-        return self._then("flat_map", uid, name, lambda u: FlatMapOperator(u, fn), isinstance(fn, Function))
+        return self._then_guarded(
+            "flat_map", uid, name, lambda u, p: FlatMapOperator(u, fn, p), isinstance(fn, Function), on_error
+        )
 
-    def process(self, fn: ProcessFunction, uid: str | None = None, name: str | None = None) -> DataStream:
-        return self._then("process", uid, name, lambda u: ProcessOperator(u, fn), True)
+    def process(
+        self,
+        fn: ProcessFunction,
+        uid: str | None = None,
+        name: str | None = None,
+        on_error: OnError = "fail",
+    ) -> DataStream:
+        return self._then_guarded(
+            "process", uid, name, lambda u, p: ProcessOperator(u, fn, p), True, on_error
+        )
 
     def assign_timestamps(
         self,
@@ -140,34 +202,22 @@ class KeyedStream(DataStream):
         return self._then("reduce", uid, name, lambda u: KeyedReduceOperator(u, key, fn), True)
 
     def process(
-        self, fn: KeyedProcessFunction | ProcessFunction, uid: str | None = None, name: str | None = None
+        self,
+        fn: KeyedProcessFunction | ProcessFunction,
+        uid: str | None = None,
+        name: str | None = None,
+        on_error: OnError = "fail",
     ) -> DataStream:
         if not isinstance(fn, KeyedProcessFunction):
             raise TypeError("process() on a keyed stream needs a sluice.KeyedProcessFunction")
         key = self.key_selector
-        return self._then("process", uid, name, lambda u: KeyedProcessOperator(u, key, fn), True)
+        stream = self._then_guarded(
+            "process", uid, name, lambda u, p: KeyedProcessOperator(u, key, fn, p), True, on_error
+        )
+        stream._node.free_side_outputs = True  # ctx.output(tag, value) may name any tag
+        return stream
 
     def window(self, assigner: WindowAssigner) -> WindowedStream:
+        from sluice.api.windowed import WindowedStream
+
         return WindowedStream(self, assigner)
-
-
-class WindowedStream:
-    def __init__(self, keyed: KeyedStream, assigner: WindowAssigner) -> None:
-        self._keyed = keyed
-        self._assigner = assigner
-
-    def reduce(
-        self, fn: Callable[[Any, Any], Any], uid: str | None = None, name: str | None = None
-    ) -> DataStream:
-        key, assigner = self._keyed.key_selector, self._assigner
-        return self._keyed._then(
-            "window", uid, name, lambda u: WindowOperator(u, assigner, key, reduce=fn), True
-        )
-
-    def aggregate(self, fn: AggregateFunction, uid: str | None = None, name: str | None = None) -> DataStream:
-        if not isinstance(fn, AggregateFunction):
-            raise TypeError("aggregate() needs a sluice.AggregateFunction")
-        key, assigner = self._keyed.key_selector, self._assigner
-        return self._keyed._then(
-            "window", uid, name, lambda u: WindowOperator(u, assigner, key, aggregate=fn), True
-        )

@@ -53,6 +53,30 @@ _SUBTASK_SERIES: tuple[tuple[Figure, str, str, bool], ...] = (
         True,
     ),
     (
+        lambda t: t.counts.late_records_refired,
+        "sluice_subtask_late_records_refired",
+        "Late records within the allowed lateness, each of which fired its window again.",
+        True,
+    ),
+    (
+        lambda t: t.counts.late_records_side_output,
+        "sluice_subtask_late_records_side_output",
+        "Records too late for their windows, sent to the late-data side output.",
+        True,
+    ),
+    (
+        lambda t: t.counts.records_skipped,
+        "sluice_subtask_records_skipped",
+        'Records that made a user function raise, dropped (on_error="skip").',
+        True,
+    ),
+    (
+        lambda t: t.counts.dead_letters,
+        "sluice_subtask_dead_letters",
+        "Records that made a user function raise, sent to its on_error side output.",
+        True,
+    ),
+    (
         lambda t: t.rates.records_in_per_second,
         "sluice_subtask_records_in_per_second",
         "Records in per second.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
 
 from sluice._states import CheckpointStatus, JobState, SubtaskState
@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from sluice.coordinator.jobmaster import JobMaster
     from sluice.graph.jobgraph import JobVertex
 
-_METRICS = ("recordsIn", "recordsOut", "lateRecordsDropped")
+_METRICS = (
+    "recordsIn",
+    "recordsOut",
+    "lateRecordsDropped",
+    "lateRecordsRefired",
+    "lateRecordsSideOutput",
+    "recordsSkipped",
+    "deadLetters",
+)
 _RECENT_CHECKPOINTS = 10
 
 Figure = int | float | None
@@ -38,40 +46,45 @@ def sum_metrics(samples: Iterable[Mapping[str, object]]) -> dict[str, int]:
 JsonObject = dict[str, object]
 
 
-def _counts_json(records_in: Figure, records_out: Figure, late: Figure) -> dict[str, Figure]:
-    return dict(zip(_METRICS, (records_in, records_out, late), strict=True))
-
-
 @dataclass(frozen=True)
 class Counts:
-    """Records in, out and dropped as late, summed over subtasks (integer counts only)."""
+    """Records in, out, late (dropped, re-fired, sent to a side output) and failed (skipped, dead
+    letters), summed over subtasks (integer counts only)."""
 
     records_in: int = 0
     records_out: int = 0
     late_records_dropped: int = 0
+    late_records_refired: int = 0
+    late_records_side_output: int = 0
+    records_skipped: int = 0
+    dead_letters: int = 0
 
     @staticmethod
     def total(samples: Iterable[Mapping[str, Figure]]) -> Counts:
         return Counts(*sum_metrics(samples).values())
 
     def to_json(self) -> dict[str, Figure]:
-        return _counts_json(self.records_in, self.records_out, self.late_records_dropped)
+        return dict(zip(_METRICS, astuple(self), strict=True))
 
 
 @dataclass(frozen=True)
 class SentCounts:
-    """One subtask's records in, out and dropped as late, as its TaskManager sent them (0 if not)."""
+    """One subtask's counts (as in Counts), as its TaskManager sent them (0 if not)."""
 
     records_in: Figure = 0
     records_out: Figure = 0
     late_records_dropped: Figure = 0
+    late_records_refired: Figure = 0
+    late_records_side_output: Figure = 0
+    records_skipped: Figure = 0
+    dead_letters: Figure = 0
 
     @staticmethod
     def of_sample(sample: Mapping[str, Figure]) -> SentCounts:
         return SentCounts(*(sample.get(key, 0) for key in _METRICS))
 
     def to_json(self) -> dict[str, Figure]:
-        return _counts_json(self.records_in, self.records_out, self.late_records_dropped)
+        return dict(zip(_METRICS, astuple(self), strict=True))
 
 
 @dataclass(frozen=True)

@@ -32,18 +32,33 @@ class _ChainedOutput:
     def emit_idle(self, idle: bool) -> None:
         self._next.process_idle(idle)
 
+    def emit_side(self, tag: str, values: list[Any], timestamps: list[int] | None) -> None:
+        """Nothing reads this side output: an operator whose side output is read ends its vertex."""
+
 
 class _TaskOutput:
-    __slots__ = ("_metrics", "_writers")
+    __slots__ = ("_main", "_metrics", "_sides", "_writers")
 
-    def __init__(self, writers: list[RecordWriter], metrics: Metrics) -> None:
+    def __init__(self, writers: list[RecordWriter], tags: list[str | None], metrics: Metrics) -> None:
         self._writers = writers
         self._metrics = metrics
+        self._main = [w for w, tag in zip(writers, tags, strict=True) if tag is None]
+        self._sides: dict[str, list[RecordWriter]] = {}
+        for writer, tag in zip(writers, tags, strict=True):
+            if tag is not None:
+                self._sides.setdefault(tag, []).append(writer)
 
     def emit(self, values: list[Any], timestamps: list[int] | None) -> None:
         self._metrics.records_out += len(values)
-        for writer in self._writers:
+        for writer in self._main:
             writer.emit(values, timestamps)
+
+    def emit_side(self, tag: str, values: list[Any], timestamps: list[int] | None) -> None:
+        writers = self._sides.get(tag)
+        if writers:
+            self._metrics.records_out += len(values)
+            for writer in writers:
+                writer.emit(values, timestamps)
 
     def emit_watermark(self, timestamp: int) -> None:
         event = Watermark(timestamp)
@@ -89,7 +104,7 @@ class OperatorChain:
         self.operators: list[StreamOperator] = [spec.create(StreamOperator) for spec in vertex.operators]
         finished = [isinstance(restore.get(op.uid), FullyFinished) for op in self.operators]
         self.finished_on_restore = all(finished)
-        output: Any = _TaskOutput(writers, metrics)
+        output: Any = _TaskOutput(writers, [edge.tag for edge in vertex.outputs], metrics)
         for op in reversed(self.operators):
             ctx = OperatorContext(
                 operator_uid=op.uid,

@@ -10,6 +10,7 @@ from sluice.engine._task_metrics import WaitClock
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState, create_backend
 from sluice.state.operator_state import OperatorStateStore
+from sluice.state.ttl import TtlListState, TtlMapState, TtlStates, TtlValueState
 
 
 class Metrics:
@@ -23,17 +24,30 @@ class Metrics:
         "_ended_ns",
         "_started_ns",
         "backpressure",
+        "dead_letters",
         "idle",
         "late_records_dropped",
+        "late_records_refired",
+        "late_records_side_output",
         "probe",
         "records_in",
         "records_out",
+        "records_skipped",
     )
 
     def __init__(self) -> None:
         self.records_in = 0
         self.records_out = 0
         self.late_records_dropped = 0
+        """Records later than their window's allowed lateness, with no late-data side output."""
+        self.late_records_refired = 0
+        """Late records within the allowed lateness: each one fired its window again."""
+        self.late_records_side_output = 0
+        """Records too late for their window, sent to its late-data side output."""
+        self.records_skipped = 0
+        """Records that made a user function raise, dropped (on_error="skip")."""
+        self.dead_letters = 0
+        """Records that made a user function raise, sent to its on_error side output."""
         self.idle = WaitClock()
         """Waiting for input."""
         self.backpressure = WaitClock()
@@ -58,6 +72,10 @@ class Metrics:
             "recordsIn": self.records_in,
             "recordsOut": self.records_out,
             "lateRecordsDropped": self.late_records_dropped,
+            "lateRecordsRefired": self.late_records_refired,
+            "lateRecordsSideOutput": self.late_records_side_output,
+            "recordsSkipped": self.records_skipped,
+            "deadLetters": self.dead_letters,
             "timeNs": now - self._started_ns,
             "idleNs": self.idle.read(now),
             "backpressuredNs": self.backpressure.read(now),
@@ -100,6 +118,8 @@ class OperatorContext:
             else None
         )
         self.operator_state = OperatorStateStore()
+        self.ttl_states = TtlStates()
+        """States declared with a TTL: swept for expired entries at each checkpoint."""
 
     @property
     def subtask_index(self) -> int:
@@ -130,13 +150,26 @@ class OperatorContext:
         return self.keyed_backend
 
     def get_state(self, descriptor: ValueStateDescriptor[Any]) -> ValueState[Any]:
-        return self._backend("value").value_state(descriptor)
+        backend = self._backend("value")
+        if descriptor.ttl is None:
+            return backend.value_state(descriptor)
+        inner: ValueState[Any] = backend.value_state(ValueStateDescriptor(descriptor.name))
+        expiry = self.ttl_states.expiry(backend, descriptor.name, descriptor.ttl)
+        return TtlValueState(inner, descriptor.default, expiry)
 
     def get_list_state(self, descriptor: ListStateDescriptor[Any]) -> ListState[Any]:
-        return self._backend("list").list_state(descriptor)
+        backend = self._backend("list")
+        if descriptor.ttl is None:
+            return backend.list_state(descriptor)
+        inner_list: ListState[Any] = backend.list_state(ListStateDescriptor(descriptor.name))
+        return TtlListState(inner_list, self.ttl_states.expiry(backend, descriptor.name, descriptor.ttl))
 
     def get_map_state(self, descriptor: MapStateDescriptor) -> MapState:
-        return self._backend("map").map_state(descriptor)
+        backend = self._backend("map")
+        if descriptor.ttl is None:
+            return backend.map_state(descriptor)
+        inner = backend.map_state(MapStateDescriptor(descriptor.name))
+        return TtlMapState(inner, self.ttl_states.expiry(backend, descriptor.name, descriptor.ttl))
 
     def get_operator_list_state(self, name: str) -> list[Any]:
         return self.operator_state.list_state(name)

@@ -55,6 +55,8 @@ class JobEdge:
     partitioning: Partitioning
     input_index: int
     """Position of this edge among the target vertex's inputs."""
+    tag: str | None = None
+    """The side output of the source vertex's last operator this edge carries; None: its main output."""
 
     @property
     def pattern(self) -> str:
@@ -124,7 +126,7 @@ def build_job_graph(
         vertices.append(vertex)
         vertex_of[node.id] = vertex
         for index, (inp, partitioning) in enumerate(zip(node.inputs, partitionings[node.id], strict=True)):
-            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index)
+            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index, inp.tag)
             vertex.inputs.append(edge)
             vertices[edge.source].outputs.append(edge)
     for node in nodes:
@@ -136,7 +138,12 @@ def build_job_graph(
 
 
 def _parallelisms(nodes: list[Transformation], default: int, max_parallelism: int) -> dict[int, int]:
-    parallelism = {n.id: n.parallelism or default for n in nodes}
+    parallelism: dict[int, int] = {}
+    for node in nodes:
+        side = node.inputs[0].tag is not None if node.inputs else False
+        # A side output runs beside its operator unless told otherwise: forwarded, no reshuffle.
+        inherited = parallelism[node.inputs[0].node.id] if side else default
+        parallelism[node.id] = node.parallelism or inherited
     for node in nodes:
         if parallelism[node.id] > max_parallelism:
             raise GraphError(
@@ -169,6 +176,7 @@ def _chains_to_its_input(
     """One forwarded input from a predecessor that feeds nothing else: a plain function call suffices."""
     return (
         len(node.inputs) == 1
+        and node.inputs[0].tag is None
         and partitionings[0].kind is PartitionKind.FORWARD
         and consumers[node.inputs[0].node.id] == 1
     )

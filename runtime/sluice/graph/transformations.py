@@ -42,6 +42,20 @@ class Transformation:
     stateful: bool = False
     location: str = ""
     """Where the user's pipeline made this node (file:line), for error messages."""
+    side_outputs: dict[str, str] = field(default_factory=dict)
+    """Side outputs the operator declared: tag name -> what it carries (dead letters, late data)."""
+    free_side_outputs: bool = False
+    """Its user function may emit to any tag (a process function's `ctx.output`)."""
+
+    def declare_side_output(self, tag: str, meaning: str) -> None:
+        """Records that the operator emits `meaning` on side output `tag`; one tag, one meaning."""
+        known = self.side_outputs.get(tag)
+        if known is not None and known != meaning:
+            raise ValueError(
+                f"{self.describe()}: side output {tag!r} would carry both {known} and {meaning}; "
+                "give each its own OutputTag name"
+            )
+        self.side_outputs[tag] = meaning
 
     def describe(self) -> str:
         where = f" at {self.location}" if self.location else ""
@@ -53,3 +67,5 @@ class Input:
     node: Transformation
     partitioning: Partitioning | None
     """None: forward when the parallelism matches, rebalance otherwise."""
+    tag: str | None = None
+    """The side output of `node` this input reads; None for its main output."""

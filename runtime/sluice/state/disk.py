@@ -274,6 +274,13 @@ class DiskKeyedStateBackend:
     def has_state(self) -> bool:
         return bool(self._tables)
 
+    def keys(self, name: str) -> list[Any]:
+        table = self._tables.get(name)
+        if table is None or self._store is None:
+            return []
+        cursor = self._store.txn.cursor(db=table.db)
+        return [_loads(key) for key in cursor.iternext(keys=True, values=False)]
+
     def encoded_key(self) -> bytes:
         """The current key, encoded once per key rather than once per state access."""
         key = self.current_key

@@ -143,6 +143,18 @@ class HeapKeyedStateBackend:
     def has_state(self) -> bool:
         return bool(self._tables)
 
+    def keys(self, name: str) -> list[Any]:
+        table = self._tables.get(name)
+        if table is None:
+            return []
+        keys = set(table.base)
+        for key, value in (table.front or {}).items():
+            if value is DELETED:
+                keys.discard(key)
+            else:
+                keys.add(key)
+        return list(keys)
+
     def close(self) -> None:
         """Nothing to release: the tables go with the operator."""
 

@@ -28,6 +28,8 @@ class RecordingOutput:
     """An Output that keeps everything an operator emits, in order."""
 
     events: list[tuple[str, Any, Any]] = field(default_factory=list)
+    side: dict[str, list[tuple[Any, int | None]]] = field(default_factory=dict)
+    """Side-output records by tag, with their timestamps."""
 
     def emit(self, values: list[Any], timestamps: list[int] | None) -> None:
         self.events.append(("records", list(values), None if timestamps is None else list(timestamps)))
@@ -37,6 +39,10 @@ class RecordingOutput:
 
     def emit_idle(self, idle: bool) -> None:
         self.events.append(("idle", idle, None))
+
+    def emit_side(self, tag: str, values: list[Any], timestamps: list[int] | None) -> None:
+        stamps: list[int | None] = list(timestamps) if timestamps is not None else [None] * len(values)
+        self.side.setdefault(tag, []).extend(zip(values, stamps, strict=True))
 
     @property
     def records(self) -> list[Any]:

@@ -15,7 +15,8 @@ from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.window import WindowOperator
 from sluice.functions import AggregateFunction
 from sluice.state.keygroups import key_group_for, subtask_for_key_group
-from sluice.windows import SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner
+from sluice.windows import FixedWindowAssigner as WindowAssigner
+from sluice.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
 
 from ._support import start, write_checkpoint
 

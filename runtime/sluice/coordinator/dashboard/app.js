@@ -162,6 +162,11 @@ function vertexCard(v) {
   if (m.inputQueueUsage !== null && m.inputQueueUsage !== undefined) {
     figures.append(el("dt", { text: "input queues" }), el("dd", { text: Math.round(m.inputQueueUsage * 100) + "%" }));
   }
+  // Late and failed records, shown only where they happened (docs/windows-and-time.md, error-handling.md).
+  for (const [label, key] of [["late dropped", "lateRecordsDropped"], ["late re-fired", "lateRecordsRefired"],
+    ["late to side output", "lateRecordsSideOutput"], ["skipped", "recordsSkipped"], ["dead letters", "deadLetters"]]) {
+    if (m[key]) figures.append(el("dt", { text: label }), el("dd", { class: "count", "data-count": key, text: String(m[key]) }));
+  }
   const bar = el("div", { class: "bar", title: "busy / backpressured / idle (worst subtask)" });
   for (const [cls, value] of [["busy", m.busyTimeMsPerSecond], ["pressure", m.backPressuredTimeMsPerSecond], ["idle", m.idleTimeMsPerSecond]]) {
     const part = el("span", { class: cls });

@@ -22,6 +22,9 @@ class Output(Protocol):
     def emit_idle(self, idle: bool) -> None:
         """Marks this output idle (it will not advance event time for a while) or active again."""
 
+    def emit_side(self, tag: str, values: list[Any], timestamps: list[int] | None) -> None:
+        """Records for side output `tag` (dropped when nothing reads it, as in Flink)."""
+
 
 class StreamOperator:
     """Base class: forwards everything unchanged. Subclasses override what they change."""

@@ -1,30 +1,76 @@
-"""Stateless record-at-a-time operators, run a whole batch at a time."""
+"""Stateless record-at-a-time operators, run a whole batch at a time.
+
+With `on_error` other than "fail" a batch takes a slower path that calls the function record by record
+inside a try, so one record that makes it raise is skipped or dead-lettered and the rest go on. The
+default path stays the tight loop it always was.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import compress
 from typing import Any
 
-from sluice.engine.operators._udf import UdfOperator
+from sluice.engine.operators._udf import DeadLetters, UdfOperator
+from sluice.engine.operators.base import StreamOperator
 from sluice.functions import FilterFunction, FlatMapFunction, MapFunction, ProcessFunction
 
 
-class MapOperator(UdfOperator):
+class GuardedOperator(UdfOperator):
+    """A user-function operator that can run a batch record by record, catching what the function raises."""
+
+    def outputs_of(self, value: Any, timestamp: int | None) -> list[Any]:
+        """What one record becomes; raises what the user function raises."""
+        raise NotImplementedError
+
+    def process_guarded(self, values: list[Any], timestamps: list[int] | None) -> None:
+        outputs_of = self.outputs_of
+        out: list[Any] = []
+        out_ts: list[int] = []
+        dead = DeadLetters()
+        for i, value in enumerate(values):
+            ts = None if timestamps is None else timestamps[i]
+            try:
+                produced = outputs_of(value, ts)
+            except Exception as error:
+                self.reject(value, ts, error, dead)
+                continue
+            out.extend(produced)
+            if ts is not None:
+                out_ts.extend([ts] * len(produced))
+        if out:
+            self.output.emit(out, None if timestamps is None else out_ts)
+        self.send_dead_letters(dead)
+
+
+class MapOperator(GuardedOperator):
     def open(self) -> None:
         super().open()
-        self._call = self.fn.map if isinstance(self.fn, MapFunction) else self.fn
+        self._call: Callable[[Any], Any] = self.fn.map if isinstance(self.fn, MapFunction) else self.fn
+
+    def outputs_of(self, value: Any, timestamp: int | None) -> list[Any]:
+        return [self._call(value)]
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        if self.guarded:
+            self.process_guarded(values, timestamps)
+            return
         call = self._call
         self.output.emit([call(v) for v in values], timestamps)
 
 
-class FilterOperator(UdfOperator):
+class FilterOperator(GuardedOperator):
     def open(self) -> None:
         super().open()
-        self._call = self.fn.filter if isinstance(self.fn, FilterFunction) else self.fn
+        self._call: Callable[[Any], Any] = self.fn.filter if isinstance(self.fn, FilterFunction) else self.fn
+
+    def outputs_of(self, value: Any, timestamp: int | None) -> list[Any]:
+        return [value] if self._call(value) else []
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        if self.guarded:
+            self.process_guarded(values, timestamps)
+            return
         call = self._call
         keep = [bool(call(v)) for v in values]
         kept = list(compress(values, keep))
@@ -32,12 +78,21 @@ class FilterOperator(UdfOperator):
             self.output.emit(kept, None if timestamps is None else list(compress(timestamps, keep)))
 
 
-class FlatMapOperator(UdfOperator):
+class FlatMapOperator(GuardedOperator):
     def open(self) -> None:
         super().open()
-        self._call = self.fn.flat_map if isinstance(self.fn, FlatMapFunction) else self.fn
+        self._call: Callable[[Any], Any] = (
+            self.fn.flat_map if isinstance(self.fn, FlatMapFunction) else self.fn
+        )
+
+    def outputs_of(self, value: Any, timestamp: int | None) -> list[Any]:
+        # Whole or nothing: a generator that raises half-way emits none of what it yielded.
+        return list(self._call(value))
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        if self.guarded:
+            self.process_guarded(values, timestamps)
+            return
         call = self._call
         out: list[Any] = []
         if timestamps is None:
@@ -55,7 +110,7 @@ class FlatMapOperator(UdfOperator):
             self.output.emit(out, out_ts)
 
 
-class ProcessOperator(UdfOperator):
+class ProcessOperator(GuardedOperator):
     """A non-keyed process function: zero or more outputs per record, keeping the record's timestamp."""
 
     def open(self) -> None:
@@ -63,7 +118,14 @@ class ProcessOperator(UdfOperator):
         if not isinstance(self.fn, ProcessFunction):
             raise TypeError(f"operator {self.uid!r}: process() needs a sluice.ProcessFunction")
 
+    def outputs_of(self, value: Any, timestamp: int | None) -> list[Any]:
+        produced = self.fn.process_element(value, timestamp)
+        return [] if produced is None else list(produced)
+
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        if self.guarded:
+            self.process_guarded(values, timestamps)
+            return
         call = self.fn.process_element
         out: list[Any] = []
         out_ts: list[int] = []
@@ -78,3 +140,10 @@ class ProcessOperator(UdfOperator):
                 out_ts.extend([ts] * (len(out) - before))
         if out:
             self.output.emit(out, out_ts if timestamps is not None else None)
+
+
+class SideOutputOperator(StreamOperator):
+    """The head of a stream `get_side_output` made: passes on what its input edge (a side output) brings."""
+
+    def __init__(self, uid: str) -> None:
+        self.uid = uid

@@ -7,10 +7,11 @@ from typing import Any
 
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
 from sluice.engine.context import processing_time_ms
-from sluice.engine.operators._udf import UdfOperator
+from sluice.engine.operators._udf import DeadLetters, UdfOperator
 from sluice.engine.operators.base import StreamOperator
 from sluice.engine.timers import TimerService
 from sluice.functions import KeyedProcessFunction
+from sluice.side_outputs import OutputTag
 from sluice.state.keygroups import key_group_for
 from sluice.state.snapshots import ChangeLog, DeferredKeyed
 
@@ -56,6 +57,10 @@ class KeyedReduceOperator(StreamOperator):
         return OperatorSnapshot(keyed=keyed)
 
 
+class _MixedSideOutput(ValueError):
+    """Raised through on_error: one tag cannot carry both dead letters and records of ctx.output."""
+
+
 class _Context:
     """The context handed to process_element / on_timer; one instance reused for every call."""
 
@@ -90,16 +95,29 @@ class _Context:
     def delete_processing_time_timer(self, timestamp: int) -> None:
         self._op.timers.processing.delete(self.key, timestamp)
 
+    def output(self, tag: OutputTag, value: Any) -> None:
+        if not isinstance(tag, OutputTag):
+            raise TypeError(f"ctx.output needs a sluice.OutputTag as its first argument, got {tag!r}")
+        self._op.side_output(tag.name, value, self.timestamp)
+
 
 class KeyedProcessOperator(UdfOperator):
     is_keyed = True
 
-    def __init__(self, uid: str, key_selector: Callable[[Any], Any], fn: KeyedProcessFunction) -> None:
+    def __init__(
+        self,
+        uid: str,
+        key_selector: Callable[[Any], Any],
+        fn: KeyedProcessFunction,
+        on_error: str | OutputTag = "fail",
+    ) -> None:
         if not isinstance(fn, KeyedProcessFunction):
             raise TypeError(
                 f"operator {uid!r}: process() on a keyed stream needs a sluice.KeyedProcessFunction"
             )
-        super().__init__(uid, fn)
+        super().__init__(uid, fn, on_error)
+        self._side: dict[str, tuple[list[Any], list[int | None]]] = {}
+        """Records for side outputs (`ctx.output`) since the last flush, by tag."""
         self.key_selector = key_selector
         self.timers = TimerService()
         self.processing_timers_stopped = False
@@ -134,14 +152,61 @@ class KeyedProcessOperator(UdfOperator):
         ctx.time_domain = None
         out: list[Any] = []
         out_ts: list[int] = []
+        if self.guarded:
+            self._process_guarded(values, timestamps, out, out_ts)
+        else:
+            for i, value in enumerate(values):
+                key = key_of(value)
+                backend.current_key = ctx.key = key
+                ts = ctx.timestamp = None if timestamps is None else timestamps[i]
+                produced = call(value, ctx)
+                if produced is not None:
+                    self._collect(produced, ts, out, out_ts)
+        self._flush(out, out_ts, timestamps is not None)
+
+    def _process_guarded(
+        self, values: list[Any], timestamps: list[int] | None, out: list[Any], out_ts: list[int]
+    ) -> None:
+        # The key is taken outside the try: an error in key_by's selector still fails the task. What
+        # the function changed in state before it raised stays changed (there is no rollback).
+        backend = self.ctx.keyed_backend
+        assert backend is not None
+        ctx, key_of, call = self._context, self.key_selector, self.fn.process_element
+        dead = DeadLetters()
         for i, value in enumerate(values):
             key = key_of(value)
             backend.current_key = ctx.key = key
             ts = ctx.timestamp = None if timestamps is None else timestamps[i]
-            produced = call(value, ctx)
+            side_marks = {tag: len(vs) for tag, (vs, _) in self._side.items()}
+            try:
+                produced = call(value, ctx)
+                produced = None if produced is None else list(produced)
+            except _MixedSideOutput:
+                raise
+            except Exception as error:
+                self._forget_side_since(side_marks)
+                self.reject(value, ts, error, dead)
+                continue
             if produced is not None:
                 self._collect(produced, ts, out, out_ts)
-        self._flush(out, out_ts, timestamps is not None)
+        self.send_dead_letters(dead)
+
+    def _forget_side_since(self, marks: dict[str, int]) -> None:
+        """A record that raised sends nothing, to side outputs neither."""
+        for tag, (vs, stamps) in self._side.items():
+            keep = marks.get(tag, 0)
+            del vs[keep:], stamps[keep:]
+
+    def side_output(self, tag: str, value: Any, timestamp: int | None) -> None:
+        if tag == self.dead_letter_tag:
+            # Outside the try of on_error: a bug in the pipeline, not a bad record.
+            raise _MixedSideOutput(
+                f"operator {self.uid!r}: ctx.output to {tag!r}, which is this operator's on_error tag: its "
+                "readers expect FailedRecord dead letters only; use another OutputTag name"
+            )
+        values, stamps = self._side.setdefault(tag, ([], []))
+        values.append(value)
+        stamps.append(timestamp)
 
     def _collect(self, produced: Iterable[Any], ts: int | None, out: list[Any], out_ts: list[int]) -> None:
         before = len(out)
@@ -152,6 +217,13 @@ class KeyedProcessOperator(UdfOperator):
     def _flush(self, out: list[Any], out_ts: list[int], timed: bool) -> None:
         if out:
             self.output.emit(out, out_ts if timed and len(out_ts) == len(out) else None)
+        if self._side:
+            side, self._side = self._side, {}
+            for tag, (values, stamps) in side.items():
+                timed_side = (
+                    None if any(ts is None for ts in stamps) else [t for t in stamps if t is not None]
+                )
+                self.output.emit_side(tag, values, timed_side)
 
     def process_watermark(self, timestamp: int) -> None:
         if timestamp <= self.timers.watermark:
@@ -173,6 +245,7 @@ class KeyedProcessOperator(UdfOperator):
         self.processing_timers_stopped = True
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        self.ctx.ttl_states.sweep()  # state that expired and is not read any more leaves the snapshot
         snap = super().snapshot_state(checkpoint_id) or OperatorSnapshot()
         backend = self.ctx.keyed_backend
         assert backend is not None
@@ -222,6 +295,6 @@ class _TimerFiring:
                 self.flush()
 
     def flush(self) -> None:
-        if self._out:
+        if self._out or self._op._side:
             self._op._flush(self._out, self._out_ts, True)
             self._out, self._out_ts = [], []

@@ -17,7 +17,7 @@ from sluice.engine.operators.base import StreamOperator
 from sluice.functions import AggregateFunction
 from sluice.state.snapshots import ChangeLog, DeferredKeyed
 from sluice.state.windows import WindowAccumulators
-from sluice.windows import TumblingEventTimeWindows, WindowAssigner, window_ends
+from sluice.windows import FixedWindowAssigner, TumblingEventTimeWindows, window_ends
 
 _MISSING = object()
 
@@ -28,7 +28,7 @@ class WindowOperator(StreamOperator):
     def __init__(
         self,
         uid: str,
-        assigner: WindowAssigner,
+        assigner: FixedWindowAssigner,
         key_selector: Callable[[Any], Any],
         reduce: Callable[[Any, Any], Any] | None = None,
         aggregate: AggregateFunction | None = None,
