@@ -23,10 +23,26 @@ function takeTokenFromFragment() {
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
-function askForToken(why) {
+// Why the token form is showing: "read" (the page itself needs the token, so a poll that succeeds
+// answers it) or "action" (an action waits for it: the form stays until the user gives a token, however
+// many polls succeed meanwhile, and the action runs once the token is in).
+let tokenWantedFor = null;
+let pendingAction = null;
+
+function askForToken(why, forWhat, action) {
+  tokenWantedFor = forWhat;
+  pendingAction = action || null;
   $("auth").hidden = false;
   say(why, "error");
   $("token-input").focus();
+}
+
+function tokenGiven() {
+  $("auth").hidden = true;
+  tokenWantedFor = null;
+  const action = pendingAction;
+  pendingAction = null;
+  return action;
 }
 
 async function api(method, path, body) {
@@ -250,13 +266,13 @@ async function refresh() {
   polling = true;
   try {
     const [job, checkpoints] = await Promise.all([api("GET", "/v1/job"), api("GET", "/v1/checkpoints")]);
-    $("auth").hidden = true;
+    if (tokenWantedFor === "read") tokenGiven();
     unreachable = 0;
     drawSummary(job);
     drawGraph(job);
     drawCheckpoints(checkpoints);
   } catch (error) {
-    if (error.auth) askForToken("Reading this job needs its REST token: " + error.message);
+    if (error.auth && tokenWantedFor !== "action") askForToken("Reading this job needs its REST token: " + error.message, "read");
     else if (stoppedWith && ++unreachable > 2) say(`Stopped with savepoint ${stoppedWith}; the coordinator has exited.`, "ok");
     else if (++unreachable > 2) say("The coordinator does not answer (the job may have ended): " + error.message, "error");
   } finally {
@@ -268,11 +284,14 @@ async function refresh() {
 
 let busy = false;
 
-async function savepoint(stop) {
+async function savepoint(stop, confirmed) {
   const what = stop === false ? "Take a savepoint" : stop === "terminate"
     ? "Stop the job with drain (fire all windows) and a savepoint" : "Stop the job with a savepoint (resumable)";
-  if (stop !== false && !window.confirm(what + "?")) return;
-  if (!token()) { askForToken("Savepoints and stops need this job's REST token."); return; }
+  if (stop !== false && !confirmed && !window.confirm(what + "?")) return;
+  if (!token()) {
+    askForToken("Savepoints and stops need this job's REST token: paste it below.", "action", () => savepoint(stop, true));
+    return;
+  }
   busy = true;
   say(what + "…", "");
   try {
@@ -290,8 +309,10 @@ async function savepoint(stop) {
       say("The savepoint failed: " + entry.error, "error");
     }
   } catch (error) {
-    if (error.auth) askForToken("The REST token was refused: " + error.message);
-    else say(error.message, "error");
+    if (error.auth) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      askForToken("The REST token was refused: " + error.message, "action", () => savepoint(stop, true));
+    } else say(error.message, "error");
   } finally {
     busy = false;
     refresh();
@@ -303,10 +324,12 @@ function start() {
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const value = $("token-input").value.trim();
-    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    if (!value) return;
+    sessionStorage.setItem(TOKEN_KEY, value);
     $("token-input").value = "";
     say("", "");
-    refresh();
+    const action = tokenGiven();
+    if (action) action(); else refresh();
   });
   $("btn-savepoint").addEventListener("click", () => savepoint(false));
   $("btn-stop").addEventListener("click", () => savepoint("suspend"));
