@@ -19,6 +19,7 @@ from sluice import _tokens
 from sluice._fs import join, normalize
 from sluice._json import FormatError
 from sluice._pipeline import PipelineError, build_graph
+from sluice._preflight import PreflightError, probe_rest_port, probe_writable
 from sluice._states import JobState
 from sluice._status import duration, rate
 from sluice.api.environment import StreamEnvironment
@@ -151,8 +152,10 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
             )
             return exit_code(ended.state)
         rest = rest_settings(args, config)
+        probe_rest_port(rest.host, rest.port)
+        probe_writable(config.checkpoint_dir, "--checkpoint-dir")
         hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
-    except (UsageError, HostSetupError) as err:
+    except (UsageError, HostSetupError, PreflightError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
     except FormatError as err:

@@ -56,6 +56,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give 1 to 65535, or 0 to pick a free one")
+    return value
+
+
 def _interval(text: str) -> float:
     value = _duration(text)
     if value <= 0:
@@ -108,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--allow-non-restored-state", action="store_true")
     run.add_argument("--job-id", default=None)
-    run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
+    run.add_argument("--rest-port", type=_port, default=8081, help="0 picks a free port; default 8081")
     run.add_argument("--rest-host", default="127.0.0.1")
     run.add_argument(
         "--rest-token-file",
