@@ -47,6 +47,12 @@ def _say(message: str) -> None:
     print(f"sluice: {message}", file=sys.stderr, flush=True)
 
 
+def default_savepoint_dir(checkpoint_dir: str) -> str:
+    """`<checkpoint-dir>/savepoints`: savepoint directories are named `savepoint-…`, job directories by
+    the job id, so they do not meet there."""
+    return join(checkpoint_dir, "savepoints")
+
+
 def job_from_args(
     args: argparse.Namespace, default_checkpoint_dir: str, say: Callable[[str], None] = _say
 ) -> tuple[JobGraph, JobConfig]:
@@ -63,6 +69,17 @@ def job_from_args(
     if checkpoint_dir is None:
         checkpoint_dir = default_checkpoint_dir
         say(f"no --checkpoint-dir given: checkpoints go to {normalize(checkpoint_dir)}")
+    savepoint_dir = args.savepoint_dir
+    if savepoint_dir is None:
+        # Beside the checkpoints, as Flink users keep them: `sluice stop` and the dashboard's buttons work
+        # without a --savepoint-dir, and the directory is one the REST API already lets savepoints go to.
+        if args.job_id == "savepoints":
+            raise UsageError(
+                "--job-id savepoints would share its directory with the default savepoint directory: "
+                "give another job id, or a --savepoint-dir"
+            )
+        savepoint_dir = default_savepoint_dir(checkpoint_dir)
+        say(f"no --savepoint-dir given: savepoints go to {normalize(savepoint_dir)}")
     config = JobConfig(
         checkpoint_dir=checkpoint_dir,
         job_id=args.job_id or uuid.uuid4().hex,
@@ -84,7 +101,7 @@ def job_from_args(
         ),
         from_savepoint=args.from_savepoint,
         allow_non_restored_state=args.allow_non_restored_state,
-        savepoint_dir=args.savepoint_dir,
+        savepoint_dir=savepoint_dir,
         internal_tls=args.internal_tls,
         max_frame_bytes=args.max_frame_size,
         heartbeat_timeout_s=args.heartbeat_timeout,
