@@ -163,9 +163,15 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         # second time, nor start a Spark driver just to find that out.
         ended = read_result(CheckpointStorage(config.checkpoint_dir, config.job_id).job_dir)
         if ended is not None:
+            start_from = (
+                f"; a new job (another --job-id) starts from its last retained checkpoint with "
+                f"--from-savepoint {ended.last_checkpoint}"
+                if ended.last_checkpoint and ended.state != JobState.FINISHED
+                else ""
+            )
             _say(
                 f"job {config.job_id} already ended {ended.state} (its job-result.json is in the "
-                "checkpoint directory): not running it again"
+                f"checkpoint directory): not running it again{start_from}"
             )
             return exit_code(ended.state)
         rest = rest_settings(args, config)
@@ -179,6 +185,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         _say(f"error: {err}; the job ended, but how is unreadable: not running it again")
         return EXIT_USAGE
     job = JobMaster(graph, config, hosting.host)
+    job.on_restore = lambda restored: _say(f"job {config.job_id}: {restored.describe()}")
     try:
         result = asyncio.run(_run(job, args, rest, started))
     except (RestoreRefused, FileNotFoundError) as err:
@@ -186,19 +193,45 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         return EXIT_USAGE
     finally:
         hosting.close()
-    state = result.state
+    failure = job.restore_failure.reason if job.restore_failure is not None else None
+    _say(ending(result, restore_failure=failure))
+    return exit_code(result.state)
+
+
+def ending(result: JobResult, restore_failure: str | None = None) -> str:
+    """The last line of `sluice run`: how the job ended, and how to go on from there. `restore_failure`:
+    why the job's state could not be restored, when that is what stopped it."""
+    job_id, state = result.job_id, result.state
     if state == JobState.FINISHED:
         # Only a savepoint the job stopped with: an older one would replay what came after it.
         savepoint = result.stop_savepoint
-        _say(f"job {config.job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else ""))
-    elif state == JobState.SUSPENDED:
-        _say(
-            f"job {config.job_id} SUSPENDED ({result.error}): it has not ended; `sluice run` with "
-            f"--job-id {config.job_id} and the same --checkpoint-dir resumes it from its latest checkpoint"
+        return f"job {job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else "")
+    resume = (
+        f"`sluice run` with --job-id {job_id} and the same --checkpoint-dir resumes it from its latest "
+        "checkpoint"
+    )
+    if state == JobState.SUSPENDED and restore_failure is not None:
+        start_from = result.last_savepoint or result.last_checkpoint
+        elsewhere = (
+            f"; or start a new job from {start_from} with --from-savepoint {start_from} and another --job-id"
+            if start_from
+            else "; or start a new job from a savepoint with --from-savepoint URI and another --job-id"
         )
-    else:
-        _say(f"job {config.job_id} {state}: {result.error or job.error}")
-    return exit_code(state)
+        return (
+            f"job {job_id} SUSPENDED: its state could not be restored: {restore_failure}. "
+            f"The job has not ended (no result was stored): once the storage is repaired, {resume}"
+            + elsewhere
+        )
+    if state == JobState.SUSPENDED:
+        return f"job {job_id} SUSPENDED ({result.error}): it has not ended; {resume}"
+    cause = result.error or ("canceled by request" if state == JobState.CANCELED else "cause unknown")
+    line = f"job {job_id} {state}: {cause}"
+    if result.last_checkpoint:
+        line += (
+            f"; its last retained checkpoint is {result.last_checkpoint} (a new job starts from it with "
+            f"--from-savepoint {result.last_checkpoint})"
+        )
+    return line
 
 
 async def serve_job(job: JobMaster, rest: RestSettings, on_rest_url: Callable[[str], None]) -> JobResult:

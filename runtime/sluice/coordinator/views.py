@@ -228,6 +228,8 @@ class JobView:
     """What the sources emit."""
     records_written_per_second: float | None
     """What the sinks take."""
+    restored_from: JsonObject | None = None
+    """The snapshot the latest attempt restored (RestoredFrom.to_json), None when it started empty."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -250,6 +252,7 @@ class JobView:
                 "recordsReadPerSecond": self.records_read_per_second,
                 "recordsWrittenPerSecond": self.records_written_per_second,
             },
+            "restoredFrom": self.restored_from,
         }
 
 
@@ -291,6 +294,7 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
         counts=Counts.total(job.metrics.values()),
         records_read_per_second=sum(read_rates) if read_rates else None,
         records_written_per_second=sum(written_rates) if written_rates else None,
+        restored_from=job.restored.to_json() if job.restored is not None else None,
     )
 
 

@@ -136,6 +136,11 @@ function drawSummary(job) {
   error.hidden = !job.error;
   error.textContent = job.error || "";
   $("last-savepoint").textContent = job.lastSavepoint || "none";
+  const restored = job.restoredFrom;
+  $("restored-from").textContent = restored
+    ? `${restored.kind} ${restored.checkpointId}: ${restored.path}` +
+      (restored.droppedOperators.length ? ` (state dropped for ${restored.droppedOperators.join(", ")})` : "")
+    : "nothing (started without state)";
   const running = job.state === "RUNNING";
   for (const id of ["btn-savepoint", "btn-stop", "btn-drain"]) $(id).disabled = !running || busy;
 }
