@@ -22,6 +22,7 @@ from sluice._pipeline import PipelineError, build_graph
 from sluice._preflight import PreflightError, probe_rest_port, probe_writable
 from sluice._states import JobState
 from sluice._status import duration, rate
+from sluice._summary import run_summary
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
 from sluice.checkpoint.storage import CheckpointStorage
@@ -193,6 +194,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         return EXIT_USAGE
     finally:
         hosting.close()
+    _say(run_summary(graph, job.view(), time.monotonic() - started))
     failure = job.restore_failure.reason if job.restore_failure is not None else None
     _say(ending(result, restore_failure=failure))
     return exit_code(result.state)
@@ -268,6 +270,7 @@ async def _run(job: JobMaster, args: argparse.Namespace, rest: RestSettings, sta
 
     def announce(url: str) -> None:
         _say(f"job {job.config.job_id}: REST API at {url}")
+        _say(f"job {job.config.job_id}: dashboard at {url}/")
         reads = "every request but /v1/health" if rest.auth.protect_reads else "requests that change the job"
         _say(f"REST token ({reads} need it): {rest.token_source}")
         _say(checkpoints)

@@ -18,6 +18,7 @@ import sys
 
 import cloudpickle
 
+from sluice._states import SubtaskState
 from sluice.checkpoint.restore import Share, restored_share
 from sluice.checkpoint.storage import read_metadata
 from sluice.engine._pulse import Pulse
@@ -43,6 +44,7 @@ from sluice.transport.messages import (
     MetricsReport,
     Register,
     Shutdown,
+    TaskReport,
     decode_blob,
     decode_message,
     encode_message,
@@ -85,7 +87,19 @@ class TaskManager:
 
     def report(self, message: Message) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(frame(encode_message(message), self.wire.max_frame_bytes))
+            if isinstance(message, TaskReport) and message.state == SubtaskState.FINISHED:
+                self._send_final_figures((message.vertex, message.subtask))
+            self._send(message)
+
+    def _send_final_figures(self, subtask: SubtaskId) -> None:
+        # Ahead of the subtask's end: the heartbeat's figures are up to half a second old, and the
+        # coordinator keeps the last ones it got for GET /v1/job and the run's summary.
+        if subtask in self.metrics:
+            self._send(MetricsReport(self.index, {f"{subtask[0]}:{subtask[1]}": self._figures(subtask)}))
+
+    def _send(self, message: Message) -> None:
+        assert self._writer is not None
+        self._writer.write(frame(encode_message(message), self.wire.max_frame_bytes))
 
     async def run(self) -> int:
         await self.data.start(self.bind_host)
@@ -145,13 +159,14 @@ class TaskManager:
                             "TaskManager %d: sink %s could not release its transactions", self.index, op.uid
                         )
 
+    def _figures(self, subtask: SubtaskId) -> Figures:
+        return dict(self.metrics[subtask].as_dict())
+
     async def _heartbeat(self) -> None:
         # The metrics report; liveness is the Pulse thread's, which a busy event loop cannot delay.
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            figures: dict[str, Figures] = {
-                f"{v}:{s}": dict(m.as_dict()) for (v, s), m in self.metrics.items()
-            }
+            figures: dict[str, Figures] = {f"{v}:{s}": self._figures((v, s)) for v, s in self.metrics}
             self.report(MetricsReport(self.index, figures))
             if self._writer is not None:
                 with contextlib.suppress(ConnectionError):
