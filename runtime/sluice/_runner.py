@@ -157,7 +157,10 @@ def exit_code(state: str) -> int:
 
 def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     started = time.monotonic()
-    logging.basicConfig(level=logging.WARNING, format="sluice: %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="sluice: %(levelname)s %(name)s: %(message)s",
+    )
     try:
         graph, config = job_from_args(args, default_checkpoint_dir)
         # A coordinator started again for a job that has ended (its pod restarted, say) must not run it a

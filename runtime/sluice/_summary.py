@@ -47,7 +47,7 @@ def run_summary(graph: JobGraph, view: JobView, elapsed_s: float) -> str:
     read = sum(v.counts.records_in for v in view.vertices if graph.vertex(v.id).is_source)
     written = sum(v.counts.records_out for v in view.vertices if not graph.vertex(v.id).outputs)
     checkpoints = view.checkpoints
-    restarts = f", {view.restarts} restarts" if view.restarts else ""
+    restarts = f", {view.restarts} restart{'s' if view.restarts > 1 else ''}" if view.restarts else ""
     return (
         f"summary: ran {elapsed_s:.1f}s{restarts}; records read {read:,}, written {written:,}; "
         f"checkpoints {checkpoints.completed} completed, {checkpoints.failed} failed; "

@@ -240,6 +240,11 @@ def parser() -> argparse.ArgumentParser:
         help="a job that ran this long since its last failure counts restarts afresh; default 1h",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also log at INFO level, with the whole traceback (the engine's frames too) of a failed task",
+    )
 
     status = sub.add_parser(
         "status", help="print a running job's state: a summary, or the GET /v1/job document (-o json)"

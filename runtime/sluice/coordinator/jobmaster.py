@@ -40,6 +40,7 @@ from sluice.coordinator._attempt_events import (
     EndRequested,
     TasksFinished,
 )
+from sluice.coordinator._failure_text import FailureLog
 from sluice.coordinator._restore_info import RestoredFrom, RestoreFailed
 from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
@@ -115,6 +116,7 @@ class JobMaster:
         """Set when the job stopped because its state could not be restored (it is SUSPENDED then)."""
         self.on_restore: Callable[[RestoredFrom], None] | None = None
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
+        self._failures = FailureLog()
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: EndRequested | None = None
         self._end_requested = asyncio.Event()
@@ -443,7 +445,7 @@ class JobMaster:
         self.subtasks[subtask] = state
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
         if state == SubtaskState.FAILED:
-            log.error("task %s failed: %s\n%s", name, message.error, message.trace or "")
+            self._failures.task_failed(name, message.error, message.trace)
             self._fail_attempt(f"task {name} failed: {message.error}")
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
