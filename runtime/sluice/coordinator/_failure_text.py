@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("sluice.coordinator.jobmaster")  # where task failures have always been logged
@@ -47,12 +50,30 @@ def user_frames(trace: str) -> str:
     return "\n".join(kept) if user else ""
 
 
+HISTORY = 20
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    time_ms: int
+    attempt: int
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"time": self.time_ms, "attempt": self.attempt, "error": self.reason}
+
+
 class FailureLog:
     """Logs each distinct task failure once, with the user's frames; the whole traceback at INFO
     (`sluice run --verbose`). A restart that fails the same way is said by the restart's own line."""
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
+        self.history: deque[AttemptFailure] = deque(maxlen=HISTORY)
+        """Why attempts failed, newest last: the dashboard's and GET /v1/job's exception history."""
+
+    def attempt_failed(self, attempt: int, reason: str) -> None:
+        self.history.append(AttemptFailure(time.time_ns() // 1_000_000, attempt, reason))
 
     def task_failed(self, task: str, error: str | None, trace: str | None) -> None:
         if error not in self._seen:

@@ -7,11 +7,15 @@ the storage is repaired.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from sluice._states import CheckpointKind, JobState
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.coordinator._attempt_events import AttemptFailed
+
+log = logging.getLogger("sluice.coordinator.jobmaster")  # beside the job master's other restore messages
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,18 @@ class RestoredFrom:
     attempt: int
     dropped_uids: tuple[str, ...] = ()
     """Operators in the snapshot the job no longer has, whose state --allow-non-restored-state dropped."""
+
+    @staticmethod
+    def of(metadata: CheckpointMetadata, attempt: int, dropped: list[str]) -> RestoredFrom:
+        """What an attempt restores; logs the state it drops, which is lost for good."""
+        if dropped:
+            log.warning(
+                "restoring %s without the state of operators the job no longer has "
+                "(--allow-non-restored-state): %s",
+                metadata.location,
+                ", ".join(dropped),
+            )
+        return RestoredFrom(metadata.location, metadata.kind, metadata.checkpoint_id, attempt, tuple(dropped))
 
     def describe(self) -> str:
         text = f"restored from {self.kind} {self.checkpoint_id} at {self.path}"

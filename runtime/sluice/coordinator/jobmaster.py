@@ -117,6 +117,7 @@ class JobMaster:
         self.on_restore: Callable[[RestoredFrom], None] | None = None
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
         self._failures = FailureLog()
+        self.exceptions = self._failures.history
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: EndRequested | None = None
         self._end_requested = asyncio.Event()
@@ -207,6 +208,7 @@ class JobMaster:
             await self._end_attempt(graceful=isinstance(event, TasksFinished), ends_for_good=ends_for_good)
             if isinstance(event, AttemptFailed):
                 self.error = event.reason
+                self._failures.attempt_failed(self.attempt, event.reason)
             if delay is None:
                 self.state = event.end
                 if isinstance(event, RestoreFailed):
@@ -298,16 +300,7 @@ class JobMaster:
             lost.cancel()
 
     def _restored(self, metadata: CheckpointMetadata, dropped: list[str]) -> None:
-        restored = RestoredFrom(
-            metadata.location, metadata.kind, metadata.checkpoint_id, self.attempt, tuple(dropped)
-        )
-        if dropped:
-            log.warning(
-                "restoring %s without the state of operators the job no longer has "
-                "(--allow-non-restored-state): %s",
-                metadata.location,
-                ", ".join(dropped),
-            )
+        restored = RestoredFrom.of(metadata, self.attempt, dropped)
         # Said once per snapshot: every restart restores the latest checkpoint again.
         if self.on_restore is not None and (self.restored is None or self.restored.path != restored.path):
             self.on_restore(restored)

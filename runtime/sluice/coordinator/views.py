@@ -85,6 +85,7 @@ class Rates:
     idle_time_ms_per_second: float | None = None
     watermark_lag_ms: float | None = None
     input_queue_usage: float | None = None
+    input_watermark: float | None = None
 
     @staticmethod
     def of(figures: Mapping[str, float | None]) -> Rates:
@@ -103,6 +104,7 @@ _RATE_KEYS = {
     "idle_time_ms_per_second": "idleTimeMsPerSecond",
     "watermark_lag_ms": "watermarkLagMs",
     "input_queue_usage": "inputQueueUsage",
+    "input_watermark": "inputWatermark",
 }
 
 
@@ -230,6 +232,8 @@ class JobView:
     """What the sinks take."""
     restored_from: JsonObject | None = None
     """The snapshot the latest attempt restored (RestoredFrom.to_json), None when it started empty."""
+    exceptions: tuple[JsonObject, ...] = ()
+    """Why attempts failed, newest first (the last 20)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -253,6 +257,7 @@ class JobView:
                 "recordsWrittenPerSecond": self.records_written_per_second,
             },
             "restoredFrom": self.restored_from,
+            "exceptions": list(self.exceptions),
         }
 
 
@@ -295,6 +300,7 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
         records_read_per_second=sum(read_rates) if read_rates else None,
         records_written_per_second=sum(written_rates) if written_rates else None,
         restored_from=job.restored.to_json() if job.restored is not None else None,
+        exceptions=tuple(failure.to_json() for failure in reversed(job.exceptions)),
     )
 
 
