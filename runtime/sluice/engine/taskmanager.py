@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -272,6 +273,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--index", type=int, required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     args = parser.parse_args(argv)
+    # Ctrl-C in a terminal signals the whole process group, this child of `sluice run` too. Ending the
+    # job is the coordinator's to do (it cancels and stops its TaskManagers); dying here first would only
+    # print a KeyboardInterrupt traceback per TaskManager and fail the attempt under the cancel.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     launch = TaskManagerLaunch.from_json(sys.stdin.readline())
     profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
     if profile_dir:
