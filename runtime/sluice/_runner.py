@@ -19,8 +19,10 @@ from sluice import _tokens
 from sluice._fs import join, normalize
 from sluice._json import FormatError
 from sluice._pipeline import PipelineError, build_graph
+from sluice._preflight import PreflightError, probe_rest_port, probe_writable
 from sluice._states import JobState
 from sluice._status import duration, rate
+from sluice._summary import run_summary
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
 from sluice.checkpoint.storage import CheckpointStorage
@@ -46,6 +48,12 @@ def _say(message: str) -> None:
     print(f"sluice: {message}", file=sys.stderr, flush=True)
 
 
+def default_savepoint_dir(checkpoint_dir: str) -> str:
+    """`<checkpoint-dir>/savepoints`: savepoint directories are named `savepoint-…`, job directories by
+    the job id, so they do not meet there."""
+    return join(checkpoint_dir, "savepoints")
+
+
 def job_from_args(
     args: argparse.Namespace, default_checkpoint_dir: str, say: Callable[[str], None] = _say
 ) -> tuple[JobGraph, JobConfig]:
@@ -62,6 +70,17 @@ def job_from_args(
     if checkpoint_dir is None:
         checkpoint_dir = default_checkpoint_dir
         say(f"no --checkpoint-dir given: checkpoints go to {normalize(checkpoint_dir)}")
+    savepoint_dir = args.savepoint_dir
+    if savepoint_dir is None:
+        # Beside the checkpoints, as Flink users keep them: `sluice stop` and the dashboard's buttons work
+        # without a --savepoint-dir, and the directory is one the REST API already lets savepoints go to.
+        if args.job_id == "savepoints":
+            raise UsageError(
+                "--job-id savepoints would share its directory with the default savepoint directory: "
+                "give another job id, or a --savepoint-dir"
+            )
+        savepoint_dir = default_savepoint_dir(checkpoint_dir)
+        say(f"no --savepoint-dir given: savepoints go to {normalize(savepoint_dir)}")
     config = JobConfig(
         checkpoint_dir=checkpoint_dir,
         job_id=args.job_id or uuid.uuid4().hex,
@@ -83,7 +102,7 @@ def job_from_args(
         ),
         from_savepoint=args.from_savepoint,
         allow_non_restored_state=args.allow_non_restored_state,
-        savepoint_dir=args.savepoint_dir,
+        savepoint_dir=savepoint_dir,
         internal_tls=args.internal_tls,
         max_frame_bytes=args.max_frame_size,
         heartbeat_timeout_s=args.heartbeat_timeout,
@@ -138,27 +157,39 @@ def exit_code(state: str) -> int:
 
 def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     started = time.monotonic()
-    logging.basicConfig(level=logging.WARNING, format="sluice: %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="sluice: %(levelname)s %(name)s: %(message)s",
+    )
     try:
         graph, config = job_from_args(args, default_checkpoint_dir)
         # A coordinator started again for a job that has ended (its pod restarted, say) must not run it a
         # second time, nor start a Spark driver just to find that out.
         ended = read_result(CheckpointStorage(config.checkpoint_dir, config.job_id).job_dir)
         if ended is not None:
+            start_from = (
+                f"; a new job (another --job-id) starts from its last retained checkpoint with "
+                f"--from-savepoint {ended.last_checkpoint}"
+                if ended.last_checkpoint and ended.state != JobState.FINISHED
+                else ""
+            )
             _say(
                 f"job {config.job_id} already ended {ended.state} (its job-result.json is in the "
-                "checkpoint directory): not running it again"
+                f"checkpoint directory): not running it again{start_from}"
             )
             return exit_code(ended.state)
         rest = rest_settings(args, config)
+        probe_rest_port(rest.host, rest.port)
+        probe_writable(config.checkpoint_dir, "--checkpoint-dir")
         hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
-    except (UsageError, HostSetupError) as err:
+    except (UsageError, HostSetupError, PreflightError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
     except FormatError as err:
         _say(f"error: {err}; the job ended, but how is unreadable: not running it again")
         return EXIT_USAGE
     job = JobMaster(graph, config, hosting.host)
+    job.on_restore = lambda restored: _say(f"job {config.job_id}: {restored.describe()}")
     try:
         result = asyncio.run(_run(job, args, rest, started))
     except (RestoreRefused, FileNotFoundError) as err:
@@ -166,19 +197,46 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         return EXIT_USAGE
     finally:
         hosting.close()
-    state = result.state
+    _say(run_summary(graph, job.view(), time.monotonic() - started))
+    failure = job.restore_failure.reason if job.restore_failure is not None else None
+    _say(ending(result, restore_failure=failure))
+    return exit_code(result.state)
+
+
+def ending(result: JobResult, restore_failure: str | None = None) -> str:
+    """The last line of `sluice run`: how the job ended, and how to go on from there. `restore_failure`:
+    why the job's state could not be restored, when that is what stopped it."""
+    job_id, state = result.job_id, result.state
     if state == JobState.FINISHED:
         # Only a savepoint the job stopped with: an older one would replay what came after it.
         savepoint = result.stop_savepoint
-        _say(f"job {config.job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else ""))
-    elif state == JobState.SUSPENDED:
-        _say(
-            f"job {config.job_id} SUSPENDED ({result.error}): it has not ended; `sluice run` with "
-            f"--job-id {config.job_id} and the same --checkpoint-dir resumes it from its latest checkpoint"
+        return f"job {job_id} FINISHED" + (f"; savepoint {savepoint}" if savepoint else "")
+    resume = (
+        f"`sluice run` with --job-id {job_id} and the same --checkpoint-dir resumes it from its latest "
+        "checkpoint"
+    )
+    if state == JobState.SUSPENDED and restore_failure is not None:
+        start_from = result.last_savepoint or result.last_checkpoint
+        elsewhere = (
+            f"; or start a new job from {start_from} with --from-savepoint {start_from} and another --job-id"
+            if start_from
+            else "; or start a new job from a savepoint with --from-savepoint URI and another --job-id"
         )
-    else:
-        _say(f"job {config.job_id} {state}: {result.error or job.error}")
-    return exit_code(state)
+        return (
+            f"job {job_id} SUSPENDED: its state could not be restored: {restore_failure}. "
+            f"The job has not ended (no result was stored): once the storage is repaired, {resume}"
+            + elsewhere
+        )
+    if state == JobState.SUSPENDED:
+        return f"job {job_id} SUSPENDED ({result.error}): it has not ended; {resume}"
+    cause = result.error or ("canceled by request" if state == JobState.CANCELED else "cause unknown")
+    line = f"job {job_id} {state}: {cause}"
+    if result.last_checkpoint:
+        line += (
+            f"; its last retained checkpoint is {result.last_checkpoint} (a new job starts from it with "
+            f"--from-savepoint {result.last_checkpoint})"
+        )
+    return line
 
 
 async def serve_job(job: JobMaster, rest: RestSettings, on_rest_url: Callable[[str], None]) -> JobResult:
@@ -215,6 +273,7 @@ async def _run(job: JobMaster, args: argparse.Namespace, rest: RestSettings, sta
 
     def announce(url: str) -> None:
         _say(f"job {job.config.job_id}: REST API at {url}")
+        _say(f"job {job.config.job_id}: dashboard at {url}/")
         reads = "every request but /v1/health" if rest.auth.protect_reads else "requests that change the job"
         _say(f"REST token ({reads} need it): {rest.token_source}")
         _say(checkpoints)

@@ -76,6 +76,12 @@ def summary(job: dict[str, Any]) -> str:
     ]
     if job.get("error"):
         lines.append(f"error: {job['error']}")
+    restored = job.get("restoredFrom")
+    if restored:
+        line = f"restored from: {restored['kind']} {restored['checkpointId']} at {restored['path']}"
+        if restored.get("droppedOperators"):
+            line += f" (state dropped for: {', '.join(restored['droppedOperators'])})"
+        lines.append(line)
     # Read: what the sources emitted; written: what the sinks (vertices no other vertex reads) took.
     vertices = job["vertices"]
     consumed = {edge["vertex"] for v in vertices for edge in v.get("inputs", [])}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 
 from sluice._client import ClientError, client_command
@@ -10,6 +11,18 @@ from sluice._durations import parse_duration
 from sluice._sizes import parse_size
 from sluice._states import RestartKind
 from sluice._tokens import ENV_VAR
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("sluice")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _address(text: str) -> str:
+    # `127.0.0.1:8081` is what `sluice run` prints people to copy: take it as the http URL it means.
+    return text if "://" in text else f"http://{text}"
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -55,6 +68,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give 1 to 65535, or 0 to pick a free one")
+    return value
+
+
 def _interval(text: str) -> float:
     value = _duration(text)
     if value <= 0:
@@ -66,6 +89,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="sluice", description="Streaming jobs with Flink's finishing semantics."
     )
+    top.add_argument("--version", action="version", version=f"sluice {_version()}")
     sub = top.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a pipeline in the foreground until it ends")
@@ -73,14 +97,23 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--arg", action="append", type=_key_value, default=[], metavar="K=V", help="available as env.args[K]"
     )
-    run.add_argument("--parallelism", type=_positive, default=1)
-    run.add_argument("--max-parallelism", type=_positive, default=128)
+    run.add_argument("--parallelism", type=_positive, default=1, help="subtasks per operator; default 1")
+    run.add_argument(
+        "--max-parallelism",
+        type=_positive,
+        default=128,
+        help="key groups: the highest parallelism the job's keyed state can be rescaled to; default 128",
+    )
     run.add_argument("--taskmanagers", type=_positive, default=None, help="default: the parallelism")
     run.add_argument("--checkpoint-dir", default=None, help="URI; default: a local directory (printed)")
     run.add_argument("--checkpoint-interval", type=_interval, default=None, help="e.g. 1s; default 10s")
-    run.add_argument("--checkpoint-timeout", type=_duration, default=600.0)
-    run.add_argument("--min-pause", type=_duration, default=0.0)
-    run.add_argument("--checkpoints-retained", type=_positive, default=1)
+    run.add_argument("--checkpoint-timeout", type=_duration, default=600.0, help="default 10m")
+    run.add_argument(
+        "--min-pause", type=_duration, default=0.0, help="between a checkpoint's end and the next; default 0s"
+    )
+    run.add_argument(
+        "--checkpoints-retained", type=_positive, default=1, help="completed checkpoints kept; default 1"
+    )
     run.add_argument(
         "--state-backend",
         choices=["heap", "disk"],
@@ -101,14 +134,22 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="decline checkpoints once any task has finished (behaviour before FLIP-147)",
     )
-    run.add_argument("--savepoint-dir", default=None)
+    run.add_argument(
+        "--savepoint-dir", default=None, help="URI; default: <checkpoint-dir>/savepoints (printed)"
+    )
     run.add_argument(
         "--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from"
     )
-    run.add_argument("--allow-non-restored-state", action="store_true")
-    run.add_argument("--job-id", default=None)
-    run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
-    run.add_argument("--rest-host", default="127.0.0.1")
+    run.add_argument(
+        "--allow-non-restored-state",
+        action="store_true",
+        help="drop (and name) the state of operators the job no longer has, instead of refusing it",
+    )
+    run.add_argument(
+        "--job-id", default=None, help="default: a new random id; the same id resumes a suspended job"
+    )
+    run.add_argument("--rest-port", type=_port, default=8081, help="0 picks a free port; default 8081")
+    run.add_argument("--rest-host", default="127.0.0.1", help="default 127.0.0.1")
     run.add_argument(
         "--rest-token-file",
         default=None,
@@ -176,10 +217,16 @@ def parser() -> argparse.ArgumentParser:
         help="where Spark's own log goes (--host spark); default: a file per job, printed at start",
     )
     run.add_argument(
-        "--restart-strategy", choices=[k.value for k in RestartKind], default=RestartKind.FIXED_DELAY.value
+        "--restart-strategy",
+        choices=[k.value for k in RestartKind],
+        default=RestartKind.FIXED_DELAY.value,
+        help="default fixed-delay",
     )
     run.add_argument(
-        "--max-restarts", type=int, default=3, help="restarts in a row (without a stable period between)"
+        "--max-restarts",
+        type=int,
+        default=3,
+        help="restarts in a row (without a stable period between); default 3",
     )
     run.add_argument("--restart-delay", type=_duration, default=1.0, help="the (first) delay; default 1s")
     run.add_argument(
@@ -192,6 +239,11 @@ def parser() -> argparse.ArgumentParser:
         help="a job that ran this long since its last failure counts restarts afresh; default 1h",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also log at INFO level, with the whole traceback (the engine's frames too) of a failed task",
+    )
 
     status = sub.add_parser(
         "status", help="print a running job's state: a summary, or the GET /v1/job document (-o json)"
@@ -201,7 +253,10 @@ def parser() -> argparse.ArgumentParser:
     cancel = sub.add_parser("cancel", help="cancel the job without a savepoint")
     for client in (status, savepoint, stop, cancel):
         client.add_argument(
-            "--address", required=True, help="the coordinator's REST URL, e.g. http://127.0.0.1:8081"
+            "--address",
+            required=True,
+            type=_address,
+            help="the coordinator's REST URL, e.g. http://127.0.0.1:8081 (without a scheme: http)",
         )
         client.add_argument(
             "--token",

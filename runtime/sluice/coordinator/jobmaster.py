@@ -20,6 +20,7 @@ import functools
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -39,11 +40,13 @@ from sluice.coordinator._attempt_events import (
     EndRequested,
     TasksFinished,
 )
+from sluice.coordinator._failure_text import FailureLog
+from sluice.coordinator._restore_info import RestoredFrom, RestoreFailed
 from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
-from sluice.coordinator.result_store import JobResult, read_result, write_result
+from sluice.coordinator.result_store import JobResult, read_result, store_result
 from sluice.coordinator.savepoints import Savepoints
-from sluice.coordinator.validation import validate_restore
+from sluice.coordinator.validation import RestoreRefused, validate_restore
 from sluice.coordinator.views import JobView, job_view, sum_metrics
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
@@ -63,7 +66,6 @@ from sluice.transport.tls import generate_job_ca
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
-RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
 @dataclass
@@ -108,7 +110,14 @@ class JobMaster:
         self.metrics: dict[str, Figures] = {}
         self.ended = asyncio.Event()
         self.result: JobResult | None = None
+        self.restored: RestoredFrom | None = None
+        """The snapshot the latest attempt restored (None: it started empty)."""
+        self.restore_failure: RestoreFailed | None = None
+        """Set when the job stopped because its state could not be restored (it is SUSPENDED then)."""
+        self.on_restore: Callable[[RestoredFrom], None] | None = None
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
+        self._failures = FailureLog()
+        self.exceptions = self._failures.history
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: EndRequested | None = None
         self._end_requested = asyncio.Event()
@@ -163,7 +172,7 @@ class JobMaster:
             # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
             # whose coordinator failed here (an exception on its way out): a stored result would end it.
             if self.state.ended:
-                await self._store_result(self.result)
+                await store_result(self.storage.job_dir, self.result)
             await self._control.close()
             self.ended.set()
         return self.result
@@ -186,15 +195,24 @@ class JobMaster:
                 await self._attempt(restore)
             except AttemptEnded as ended:
                 event = ended.event
-            delay = self._restart_backoff.on_failure() if isinstance(event, AttemptFailed) else None
+            # A damaged snapshot stays damaged: retrying its restore only delays saying so.
+            permanent = isinstance(event, RestoreFailed) and event.permanent
+            delay = (
+                self._restart_backoff.on_failure()
+                if isinstance(event, AttemptFailed) and not permanent
+                else None
+            )
             # Canceled, or failed with no restart left: no restore will commit or discard what the
             # sinks pre-committed. (A suspended job keeps it all for the run that resumes it.)
             ends_for_good = delay is None and event.end in (JobState.CANCELED, JobState.FAILED)
             await self._end_attempt(graceful=isinstance(event, TasksFinished), ends_for_good=ends_for_good)
             if isinstance(event, AttemptFailed):
                 self.error = event.reason
+                self._failures.attempt_failed(self.attempt, event.reason)
             if delay is None:
                 self.state = event.end
+                if isinstance(event, RestoreFailed):
+                    self.restore_failure = event
                 return
             if not await self._restart_after(delay):
                 return
@@ -214,9 +232,11 @@ class JobMaster:
 
     def _result(self) -> JobResult:
         latest = self.checkpoints.latest.path if self.checkpoints.latest else None
+        if latest is None and self.restored is not None and self.restored.kind == CheckpointKind.CHECKPOINT:
+            latest = self.restored.path  # retained: no checkpoint completed since it was restored
         error = None if self.state == JobState.FINISHED else self.error
-        if self.state == JobState.SUSPENDED:
-            error = self._end_request.reason if self._end_request else error
+        if self.state in (JobState.SUSPENDED, JobState.CANCELED) and self._end_request is not None:
+            error = self._end_request.reason
         savepoints = self.savepoints
         return JobResult.now(
             self.config.job_id, self.state, savepoints.last, savepoints.stopped_with, latest, error
@@ -227,36 +247,13 @@ class JobMaster:
         try:
             return await asyncio.to_thread(self.storage.latest_completed) or previous
         except NoRestorableCheckpoint as err:
-            raise AttemptEnded(AttemptFailed(str(err))) from err
+            raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from err
         except Exception as err:
             raise AttemptEnded(
-                AttemptFailed(
+                RestoreFailed(
                     f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
                 )
             ) from err
-
-    async def _store_result(self, result: JobResult) -> None:
-        """Writes the job result, retrying through a storage outage: without it a restarted coordinator
-        would run the job again."""
-        for delay in (*RESULT_WRITE_RETRIES_S, None):
-            try:
-                await asyncio.to_thread(write_result, self.storage.job_dir, result)
-                return
-            except Exception as err:
-                if delay is None:
-                    log.error(
-                        "the job ended %s, but writing its result to %s failed for good: %s: %s; a "
-                        "coordinator started again for this job will not know it ended",
-                        result.state,
-                        self.storage.job_dir,
-                        type(err).__name__,
-                        err,
-                    )
-                    return
-                log.warning(
-                    "writing the job result failed (%s: %s); again in %gs", type(err).__name__, err, delay
-                )
-                await asyncio.sleep(delay)
 
     async def _attempt(self, restore: str | None) -> NoReturn:
         """Runs one attempt; it ends by raising AttemptEnded."""
@@ -267,14 +264,19 @@ class JobMaster:
             except FileNotFoundError:
                 if restore == self.config.from_savepoint:
                     raise  # the user's savepoint is not there: a usage error, not a failure to retry
-                raise AttemptEnded(AttemptFailed(f"checkpoint {restore} is gone")) from None
+                raise AttemptEnded(RestoreFailed(f"checkpoint {restore} is gone")) from None
+            except ValueError as err:  # FormatError: a malformed _metadata, which no retry mends
+                if restore == self.config.from_savepoint:
+                    raise RestoreRefused(f"--from-savepoint {restore}: {err}") from err
+                raise AttemptEnded(RestoreFailed(f"reading {restore} failed: {err}", permanent=True)) from err
             except Exception as err:
                 # Storage down or answering errors: the restart strategy decides, as for a lost task.
                 raise AttemptEnded(
-                    AttemptFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
+                    RestoreFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
                 ) from err
-            validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
+            dropped = validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
             self.checkpoints.continue_after(metadata.checkpoint_id)
+            self._restored(metadata, dropped)
         self.state = JobState.CREATED if self.attempt == 0 else JobState.RESTARTING
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
@@ -296,6 +298,13 @@ class JobMaster:
             await self._drive(lost)
         finally:
             lost.cancel()
+
+    def _restored(self, metadata: CheckpointMetadata, dropped: list[str]) -> None:
+        restored = RestoredFrom.of(metadata, self.attempt, dropped)
+        # Said once per snapshot: every restart restores the latest checkpoint again.
+        if self.on_restore is not None and (self.restored is None or self.restored.path != restored.path):
+            self.on_restore(restored)
+        self.restored = restored
 
     async def _await_registration(self, lost: asyncio.Future[str]) -> None:
         registered: asyncio.Future[Any] = asyncio.ensure_future(self._control.registered.wait())
@@ -429,7 +438,7 @@ class JobMaster:
         self.subtasks[subtask] = state
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
         if state == SubtaskState.FAILED:
-            log.error("task %s failed: %s\n%s", name, message.error, message.trace or "")
+            self._failures.task_failed(name, message.error, message.trace)
             self._fail_attempt(f"task {name} failed: {message.error}")
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])

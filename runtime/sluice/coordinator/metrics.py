@@ -9,12 +9,14 @@ figures with Flink's names and definitions:
 - `recordsInPerSecond`, `recordsOutPerSecond`;
 - `idleTimeMsPerSecond`, `backPressuredTimeMsPerSecond`, and `busyTimeMsPerSecond`, the rest of each
   second (the three add up to 1000);
+- `inputWatermark`: the subtask's input watermark itself (ms of event time), as Flink's web UI shows it;
 - `watermarkLagMs`: the wall clock minus the subtask's input watermark (meaningful when event time is
   wall-clock time, as in Flink), `inputQueueUsage`: queued events over the queues' capacity (0..1).
 
 Time differences use the TaskManager's own clock (the `timeNs` of each sample), so heartbeats that are
 late or bunched up do not distort the rates. A vertex shows the sum of its subtasks' record rates and
-the worst subtask's time, lag and queue figures, as Flink's web UI does for backpressure.
+the worst subtask's time, lag and queue figures, as Flink's web UI does for backpressure, and the lowest
+input watermark of its subtasks, as Flink's does for watermarks.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class MetricsHistory:
         if _number(watermark) and watermark != MAX_WATERMARK:
             now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
             out["watermarkLagMs"] = float(max(0, now - watermark))
+            out["inputWatermark"] = float(watermark)
         queued, capacity = last.get("inputQueueLength"), last.get("inputQueueCapacity")
         if _number(queued) and _number(capacity) and capacity > 0:
             out["inputQueueUsage"] = min(1.0, queued / capacity)
@@ -113,4 +116,6 @@ def vertex_figures(subtasks: Iterable[Mapping[str, Any]]) -> dict[str, float | N
     for name in _WORST:
         known = [f[name] for f in figures if f.get(name) is not None]
         out[name] = max(known) if known else None
+    watermarks = [f["inputWatermark"] for f in figures if f.get("inputWatermark") is not None]
+    out["inputWatermark"] = min(watermarks) if watermarks else None
     return out

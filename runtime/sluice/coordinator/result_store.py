@@ -6,7 +6,9 @@ reports the stored result instead of running the job a second time.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -17,6 +19,9 @@ from fsspec.implementations.local import LocalFileSystem
 from sluice._fs import filesystem, join, make_dirs
 from sluice._json import parse_object
 from sluice._states import JobState
+
+log = logging.getLogger(__name__)
+RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
 def result_uri(job_dir: str) -> str:
@@ -105,3 +110,27 @@ def write_result(job_dir: str, result: JobResult) -> None:
     # Object stores publish an object only once its upload completes.
     with fs.open(path, "wb") as handle:
         handle.write(payload)
+
+
+async def store_result(job_dir: str, result: JobResult) -> None:
+    """Writes the job result, retrying through a storage outage: without it a restarted coordinator
+    would run the job again."""
+    for delay in (*RESULT_WRITE_RETRIES_S, None):
+        try:
+            await asyncio.to_thread(write_result, job_dir, result)
+            return
+        except Exception as err:
+            if delay is None:
+                log.error(
+                    "the job ended %s, but writing its result to %s failed for good: %s: %s; a "
+                    "coordinator started again for this job will not know it ended",
+                    result.state,
+                    job_dir,
+                    type(err).__name__,
+                    err,
+                )
+                return
+            log.warning(
+                "writing the job result failed (%s: %s); again in %gs", type(err).__name__, err, delay
+            )
+            await asyncio.sleep(delay)

@@ -10,7 +10,10 @@ class RestoreRefused(ValueError):
     pass
 
 
-def validate_restore(graph: JobGraph, metadata: CheckpointMetadata, allow_non_restored_state: bool) -> None:
+def validate_restore(
+    graph: JobGraph, metadata: CheckpointMetadata, allow_non_restored_state: bool
+) -> list[str]:
+    """Raises RestoreRefused, or returns the uids whose state the restore drops (sorted)."""
     by_uid = {op.uid: op for op in metadata.operators}
     known = set(graph.operator_uids())
     orphaned = [uid for uid, op in by_uid.items() if uid not in known and (op.subtasks or op.fully_finished)]
@@ -45,6 +48,7 @@ def validate_restore(graph: JobGraph, metadata: CheckpointMetadata, allow_non_re
                     f"the fully finished {vertex.uids[0]!r}, which can receive no more records; remove it or "
                     "restore from a checkpoint taken before the downstream operators finished"
                 )
+    return sorted(orphaned)
 
 
 def _fully_finished(entry: OperatorEntry | None) -> bool:

@@ -98,6 +98,7 @@ class Rates:
     idle_time_ms_per_second: float | None = None
     watermark_lag_ms: float | None = None
     input_queue_usage: float | None = None
+    input_watermark: float | None = None
 
     @staticmethod
     def of(figures: Mapping[str, float | None]) -> Rates:
@@ -116,6 +117,7 @@ _RATE_KEYS = {
     "idle_time_ms_per_second": "idleTimeMsPerSecond",
     "watermark_lag_ms": "watermarkLagMs",
     "input_queue_usage": "inputQueueUsage",
+    "input_watermark": "inputWatermark",
 }
 
 
@@ -241,6 +243,10 @@ class JobView:
     """What the sources emit."""
     records_written_per_second: float | None
     """What the sinks take."""
+    restored_from: JsonObject | None = None
+    """The snapshot the latest attempt restored (RestoredFrom.to_json), None when it started empty."""
+    exceptions: tuple[JsonObject, ...] = ()
+    """Why attempts failed, newest first (the last 20)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -263,6 +269,8 @@ class JobView:
                 "recordsReadPerSecond": self.records_read_per_second,
                 "recordsWrittenPerSecond": self.records_written_per_second,
             },
+            "restoredFrom": self.restored_from,
+            "exceptions": list(self.exceptions),
         }
 
 
@@ -304,6 +312,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
         counts=Counts.total(job.metrics.values()),
         records_read_per_second=sum(read_rates) if read_rates else None,
         records_written_per_second=sum(written_rates) if written_rates else None,
+        restored_from=job.restored.to_json() if job.restored is not None else None,
+        exceptions=tuple(failure.to_json() for failure in reversed(job.exceptions)),
     )
 
 

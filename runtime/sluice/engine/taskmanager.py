@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 
 import cloudpickle
 
+from sluice._states import SubtaskState
 from sluice.checkpoint.restore import Share, restored_share
 from sluice.checkpoint.storage import read_metadata
 from sluice.engine._pulse import Pulse
@@ -43,6 +45,7 @@ from sluice.transport.messages import (
     MetricsReport,
     Register,
     Shutdown,
+    TaskReport,
     decode_blob,
     decode_message,
     encode_message,
@@ -85,7 +88,19 @@ class TaskManager:
 
     def report(self, message: Message) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(frame(encode_message(message), self.wire.max_frame_bytes))
+            if isinstance(message, TaskReport) and message.state == SubtaskState.FINISHED:
+                self._send_final_figures((message.vertex, message.subtask))
+            self._send(message)
+
+    def _send_final_figures(self, subtask: SubtaskId) -> None:
+        # Ahead of the subtask's end: the heartbeat's figures are up to half a second old, and the
+        # coordinator keeps the last ones it got for GET /v1/job and the run's summary.
+        if subtask in self.metrics:
+            self._send(MetricsReport(self.index, {f"{subtask[0]}:{subtask[1]}": self._figures(subtask)}))
+
+    def _send(self, message: Message) -> None:
+        assert self._writer is not None
+        self._writer.write(frame(encode_message(message), self.wire.max_frame_bytes))
 
     async def run(self) -> int:
         await self.data.start(self.bind_host)
@@ -145,13 +160,14 @@ class TaskManager:
                             "TaskManager %d: sink %s could not release its transactions", self.index, op.uid
                         )
 
+    def _figures(self, subtask: SubtaskId) -> Figures:
+        return dict(self.metrics[subtask].as_dict())
+
     async def _heartbeat(self) -> None:
         # The metrics report; liveness is the Pulse thread's, which a busy event loop cannot delay.
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            figures: dict[str, Figures] = {
-                f"{v}:{s}": dict(m.as_dict()) for (v, s), m in self.metrics.items()
-            }
+            figures: dict[str, Figures] = {f"{v}:{s}": self._figures((v, s)) for v, s in self.metrics}
             self.report(MetricsReport(self.index, figures))
             if self._writer is not None:
                 with contextlib.suppress(ConnectionError):
@@ -257,6 +273,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--index", type=int, required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     args = parser.parse_args(argv)
+    # Ctrl-C in a terminal signals the whole process group, this child of `sluice run` too. Ending the
+    # job is the coordinator's to do (it cancels and stops its TaskManagers); dying here first would only
+    # print a KeyboardInterrupt traceback per TaskManager and fail the attempt under the cancel.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     launch = TaskManagerLaunch.from_json(sys.stdin.readline())
     profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
     if profile_dir:

@@ -50,6 +50,16 @@ class Wire:
         """Listens on `host` (a free port); `handler` runs for each peer that authenticated."""
         pending = 0
 
+        async def quietly(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await authenticated(reader, writer)
+            except asyncio.CancelledError:
+                # The process is shutting down and its loop cancels this connection's task. Python 3.11's
+                # start_server calls exception() on a cancelled handler task, which raises and prints
+                # "Exception in callback ... CancelledError" per connection: end it quietly instead
+                # (nothing awaits it; the loop is closing).
+                writer.close()
+
         async def authenticated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             nonlocal pending
             peer = writer.get_extra_info("peername")
@@ -74,7 +84,7 @@ class Wire:
             await handler(reader, writer)
 
         return await asyncio.start_server(
-            authenticated,
+            quietly,
             host,
             0,
             ssl=self.server_tls,

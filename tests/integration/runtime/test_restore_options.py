@@ -51,6 +51,12 @@ def test_state_of_a_removed_operator_needs_allow_non_restored_state(tmp_path: Pa
     resumed = SluiceJob(changed, *options, "--allow-non-restored-state")
     try:
         resumed.wait_checkpoints(1)
-        assert resumed.get("/v1/job")["state"] == "RUNNING"
+        document = resumed.get("/v1/job")
+        assert document["state"] == "RUNNING"
+        # The dropped state is said, not silently lost: on stderr and in the job document.
+        assert document["restoredFrom"]["droppedOperators"] == ["count"]
+        assert document["restoredFrom"]["path"] == savepoint
+        assert "without the state of operators the job no longer has" in resumed.stderr
+        assert "(--allow-non-restored-state): count" in resumed.stderr
     finally:
         resumed.kill()

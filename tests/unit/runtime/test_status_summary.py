@@ -111,3 +111,19 @@ def test_status_prints_the_summary_unless_asked_for_json() -> None:
     args = parser().parse_args(["status", "--address", "http://127.0.0.1:1"])
     assert args.output == "text"
     assert parser().parse_args(["status", "--address", "x", "-o", "json"]).output == "json"
+
+
+def test_the_summary_says_what_the_job_restored_and_which_state_it_dropped() -> None:
+    job = _document()
+    assert "restored from" not in summary(job)
+    job["restoredFrom"] = {
+        "path": "file:///sp/savepoint-abc-4",
+        "kind": "savepoint",
+        "checkpointId": 4,
+        "attempt": 0,
+        "droppedOperators": ["count-v1"],
+    }
+    assert (
+        "restored from: savepoint 4 at file:///sp/savepoint-abc-4 (state dropped for: count-v1)"
+        in summary(job).splitlines()
+    )

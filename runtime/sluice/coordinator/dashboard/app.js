@@ -23,10 +23,26 @@ function takeTokenFromFragment() {
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
-function askForToken(why) {
+// Why the token form is showing: "read" (the page itself needs the token, so a poll that succeeds
+// answers it) or "action" (an action waits for it: the form stays until the user gives a token, however
+// many polls succeed meanwhile, and the action runs once the token is in).
+let tokenWantedFor = null;
+let pendingAction = null;
+
+function askForToken(why, forWhat, action) {
+  tokenWantedFor = forWhat;
+  pendingAction = action || null;
   $("auth").hidden = false;
   say(why, "error");
   $("token-input").focus();
+}
+
+function tokenGiven() {
+  $("auth").hidden = true;
+  tokenWantedFor = null;
+  const action = pendingAction;
+  pendingAction = null;
+  return action;
 }
 
 async function api(method, path, body) {
@@ -120,8 +136,49 @@ function drawSummary(job) {
   error.hidden = !job.error;
   error.textContent = job.error || "";
   $("last-savepoint").textContent = job.lastSavepoint || "none";
+  const restored = job.restoredFrom;
+  $("restored-from").textContent = restored
+    ? `${restored.kind} ${restored.checkpointId}: ${restored.path}` +
+      (restored.droppedOperators.length ? ` (state dropped for ${restored.droppedOperators.join(", ")})` : "")
+    : "nothing (started without state)";
   const running = job.state === "RUNNING";
   for (const id of ["btn-savepoint", "btn-stop", "btn-drain"]) $(id).disabled = !running || busy;
+  $("btn-cancel").disabled = busy || ["FINISHED", "FAILED", "CANCELED", "SUSPENDED"].includes(job.state);
+}
+
+function drawExceptions(job) {
+  const rows = (job.exceptions || []).map((e) => el("tr", {},
+    el("td", { text: clock(e.time) }), el("td", { text: String(e.attempt) }),
+    el("td", { class: "error", text: e.error })));
+  $("exceptions").tBodies[0].replaceChildren(...rows);
+  $("exceptions").hidden = !rows.length;
+  $("no-exceptions").hidden = rows.length > 0;
+}
+
+function drawTaskManagers(job) {
+  const subtasks = new Map();
+  for (const v of job.vertices) {
+    for (const s of v.subtasks) {
+      if (s.taskManager === null || s.taskManager === undefined) continue;
+      if (!subtasks.has(s.taskManager)) subtasks.set(s.taskManager, []);
+      subtasks.get(s.taskManager).push(`${v.name}[${s.index}]`);
+    }
+  }
+  const rows = (job.taskManagers || []).map((tm) => el("tr", { "data-index": String(tm.index) },
+    el("td", { text: String(tm.index) }), el("td", { text: tm.host }), el("td", { text: String(tm.dataPort) }),
+    el("td", { text: String(tm.pid) }), el("td", { text: (subtasks.get(tm.index) || []).join(", ") || "–" })));
+  $("taskmanagers").tBodies[0].replaceChildren(...rows);
+}
+
+// Event time that looks like wall-clock time (2001 to a year ahead): only then is "now minus the
+// watermark" a lag worth showing. Pipelines whose event time is a counter get the watermark alone.
+function looksLikeWallClock(ms) {
+  return ms > 1e12 && ms < Date.now() + 365 * 24 * 3600 * 1000;
+}
+
+function watermark(ms) {
+  if (looksLikeWallClock(ms)) return new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC");
+  return Math.round(ms).toLocaleString("en");
 }
 
 function depths(vertices) {
@@ -156,8 +213,11 @@ function vertexCard(v) {
     el("dt", { text: "backpressured" }),
     el("dd", { class: "pressure-level", "data-level": level, text: millis(m.backPressuredTimeMsPerSecond) + "/s" }),
   );
-  if (m.watermarkLagMs !== null && m.watermarkLagMs !== undefined) {
-    figures.append(el("dt", { text: "watermark lag" }), el("dd", { text: millis(m.watermarkLagMs) }));
+  if (m.inputWatermark !== null && m.inputWatermark !== undefined) {
+    figures.append(el("dt", { text: "watermark" }), el("dd", { class: "watermark", text: watermark(m.inputWatermark) }));
+    if (looksLikeWallClock(m.inputWatermark) && m.watermarkLagMs !== null && m.watermarkLagMs !== undefined) {
+      figures.append(el("dt", { text: "watermark lag" }), el("dd", { class: "watermark-lag", text: millis(m.watermarkLagMs) }));
+    }
   }
   if (m.inputQueueUsage !== null && m.inputQueueUsage !== undefined) {
     figures.append(el("dt", { text: "input queues" }), el("dd", { text: Math.round(m.inputQueueUsage * 100) + "%" }));
@@ -255,13 +315,15 @@ async function refresh() {
   polling = true;
   try {
     const [job, checkpoints] = await Promise.all([api("GET", "/v1/job"), api("GET", "/v1/checkpoints")]);
-    $("auth").hidden = true;
+    if (tokenWantedFor === "read") tokenGiven();
     unreachable = 0;
     drawSummary(job);
     drawGraph(job);
     drawCheckpoints(checkpoints);
+    drawExceptions(job);
+    drawTaskManagers(job);
   } catch (error) {
-    if (error.auth) askForToken("Reading this job needs its REST token: " + error.message);
+    if (error.auth && tokenWantedFor !== "action") askForToken("Reading this job needs its REST token: " + error.message, "read");
     else if (stoppedWith && ++unreachable > 2) say(`Stopped with savepoint ${stoppedWith}; the coordinator has exited.`, "ok");
     else if (++unreachable > 2) say("The coordinator does not answer (the job may have ended): " + error.message, "error");
   } finally {
@@ -273,11 +335,14 @@ async function refresh() {
 
 let busy = false;
 
-async function savepoint(stop) {
+async function savepoint(stop, confirmed) {
   const what = stop === false ? "Take a savepoint" : stop === "terminate"
     ? "Stop the job with drain (fire all windows) and a savepoint" : "Stop the job with a savepoint (resumable)";
-  if (stop !== false && !window.confirm(what + "?")) return;
-  if (!token()) { askForToken("Savepoints and stops need this job's REST token."); return; }
+  if (stop !== false && !confirmed && !window.confirm(what + "?")) return;
+  if (!token()) {
+    askForToken("Savepoints and stops need this job's REST token: paste it below.", "action", () => savepoint(stop, true));
+    return;
+  }
   busy = true;
   say(what + "…", "");
   try {
@@ -295,8 +360,32 @@ async function savepoint(stop) {
       say("The savepoint failed: " + entry.error, "error");
     }
   } catch (error) {
-    if (error.auth) askForToken("The REST token was refused: " + error.message);
-    else say(error.message, "error");
+    if (error.auth) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      askForToken("The REST token was refused: " + error.message, "action", () => savepoint(stop, true));
+    } else say(error.message, "error");
+  } finally {
+    busy = false;
+    refresh();
+  }
+}
+
+async function cancel(confirmed) {
+  if (!confirmed && !window.confirm("Cancel the job? It ends now, without a savepoint.")) return;
+  if (!token()) {
+    askForToken("Canceling needs this job's REST token: paste it below.", "action", () => cancel(true));
+    return;
+  }
+  busy = true;
+  say("Canceling the job…", "");
+  try {
+    await api("POST", "/v1/job/cancel");
+    say("The job is being canceled.", "ok");
+  } catch (error) {
+    if (error.auth) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      askForToken("The REST token was refused: " + error.message, "action", () => cancel(true));
+    } else say(error.message, "error");
   } finally {
     busy = false;
     refresh();
@@ -308,14 +397,17 @@ function start() {
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const value = $("token-input").value.trim();
-    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    if (!value) return;
+    sessionStorage.setItem(TOKEN_KEY, value);
     $("token-input").value = "";
     say("", "");
-    refresh();
+    const action = tokenGiven();
+    if (action) action(); else refresh();
   });
   $("btn-savepoint").addEventListener("click", () => savepoint(false));
   $("btn-stop").addEventListener("click", () => savepoint("suspend"));
   $("btn-drain").addEventListener("click", () => savepoint("terminate"));
+  $("btn-cancel").addEventListener("click", () => cancel());
   window.addEventListener("hashchange", () => { takeTokenFromFragment(); refresh(); });
   refresh();
   setInterval(refresh, POLL_MS);
