@@ -1,8 +1,9 @@
-"""Jobs on the Spark host inside the test process, sharing one local SparkContext per test module.
+"""Jobs on the Spark host inside the test process, sharing one local SparkContext per test run.
 
 A `sluice run` subprocess starts its own Spark JVM, seconds per test. Here the job master and REST API
 run in the test process (`sluice._inprocess`), the TaskManagers are barrier tasks of a real local
-Spark, and the SparkContext lives as long as the test module (`spark_context`, module-scoped).
+Spark, and the SparkContext lives as long as the pytest session (the `spark_context` fixture in
+tests/conftest.py, session-scoped: a SparkContext start costs seconds, a JVM more).
 
 `SparkJob` and `run_spark_job` mirror `SluiceJob` and `run_job`; the `runner` fixture gives a test both
 hosts, `processes` through the subprocess harness and `spark` through this one:
@@ -18,7 +19,7 @@ import logging
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,15 +61,6 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-@pytest.fixture(scope="module")
-def spark_context() -> Iterator[Any]:
-    context = start_test_spark(Path(tempfile.mkdtemp(prefix="sluice-spark-")))
-    try:
-        yield context
-    finally:
-        context.stop()
 
 
 class _Lines(logging.Handler):

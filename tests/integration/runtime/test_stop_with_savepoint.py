@@ -20,9 +20,8 @@ from testkit.outputs import assert_same_output, keyed_window_reference, read_out
 from testkit.spark import Runner
 
 UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
-# Both hosts for the scenarios that take `runner`; one SparkContext for the whole module.
+# Both hosts for the scenarios that take `runner`; one SparkContext for the whole test run.
 runner = spark.runner
-spark_context = spark.spark_context
 
 
 def savepoint_metadata(path: str) -> dict:  # type: ignore[type-arg]
