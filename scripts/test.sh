@@ -2,14 +2,15 @@
 # Sets everything up on a fresh machine and runs the whole test suite:
 #   system packages (PostgreSQL, Java), the locked Python environment, the Kubernetes test binaries
 #   (built once from the Go module proxy and cached under .cache/), then lint, types, layer contracts,
-#   and the unit, integration and end-to-end tests, each tier with its own pytest-xdist worker count.
+#   and the unit, integration and end-to-end tests, each tier as its own pytest run.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    lint, types, layer contracts and the unit tier: the developer's loop
 #
 # Extra arguments go to every pytest run (pytest's exit code 5, nothing collected, then counts as
-# passed for a tier the selection leaves empty). The set-up time is printed on its own line (`test.sh: set-up
-# took Ns`), and the slowest 30 tests of the whole run at the end, so where the time goes stays visible.
+# passed for a tier the selection leaves empty). The set-up time is printed on its own line
+# (`test.sh: set-up took Ns`), and the slowest 30 tests of the whole run at the end, so where the time
+# goes stays visible.
 # Exits with the first failing step's code; a failing test tier does not stop the later tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,10 +59,11 @@ tier() {
     fi
 }
 
-# Workers per tier, measured on the 2-core machine (docs/testing.md): the unit tier is CPU-bound; the
-# integration tier mostly waits on subprocesses, sockets and sleeps, and tests that share a session
-# service (one Spark JVM, one control plane, one Kafka broker) stay on one worker (tests/conftest.py).
-tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-2}" "$@"
+# Workers per tier (SLUICE_TEST_*_WORKERS overrides; 0 is no xdist), as measured on the 2-core machine
+# (docs/testing.md): the unit tier is CPU-bound and took as long with -n 2 as without; the integration
+# tier mostly waits on subprocesses, sockets and sleeps, and tests that share a session service (one
+# Spark JVM, one control plane, one Kafka broker) stay on one worker (tests/conftest.py).
+tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
 if ! $quick; then
     tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-3}" "$@"
     # One job at a time: the process kubelet's pods share this machine's ports (tests/e2e/README.md).
