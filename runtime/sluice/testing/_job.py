@@ -71,16 +71,20 @@ def _pipeline_name(pipeline: Pipeline) -> Iterator[str]:
         del sys.modules[name]
 
 
+def _given(option: str, options: Sequence[str]) -> bool:
+    return any(given == option or given.startswith(f"{option}=") for given in options)
+
+
 class LocalJob:
     """A running job of this process (see `start_job`); a context manager that cancels it on exit."""
 
     def __init__(self, pipeline: Pipeline, options: Sequence[str], host: TaskManagerHost | None) -> None:
         self._own_dir: Path | None = None
         arguments = list(options)
-        if "--checkpoint-dir" not in options:
+        if not _given("--checkpoint-dir", options):
             self._own_dir = Path(tempfile.mkdtemp(prefix="sluice-testing-"))
             arguments += ["--checkpoint-dir", f"file://{self._own_dir / 'checkpoints'}"]
-        if "--rest-port" not in options:
+        if not _given("--rest-port", options):
             arguments += ["--rest-port", "-1"]  # no REST API unless asked for: nothing listens needlessly
         self.host = host or ThreadHost()
         try:

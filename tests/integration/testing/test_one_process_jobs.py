@@ -134,3 +134,15 @@ def test_a_pipeline_sluice_run_would_refuse_is_refused_with_its_message() -> Non
 
     with pytest.raises(UsageError, match=r"missing argument 'missing' \(pass --arg missing=\.\.\.\)"):
         start_job(build)
+
+
+def test_a_checkpoint_dir_given_either_way_is_used_and_kept(tmp_path: Path) -> None:
+    a, b = f"file://{tmp_path / 'a'}", f"file://{tmp_path / 'b'}"
+    for given in (("--checkpoint-dir", a), (f"--checkpoint-dir={b}",)):
+        sink = CollectingSink()
+        with start_job(_square_pipeline(SequenceSource(0, 10), sink), *given, "--job-id", "kept") as job:
+            outcome = job.wait()
+        assert outcome.state == "FINISHED"
+        assert job.checkpoint_dir == given[-1].removeprefix("--checkpoint-dir=")
+        # The harness removes only a directory it made: the caller's stays, with the job's result.
+        assert (Path(job.checkpoint_dir.removeprefix("file://")) / "kept" / "job-result.json").is_file()
