@@ -59,13 +59,14 @@ tier() {
     fi
 }
 
-# Workers per tier (SLUICE_TEST_*_WORKERS overrides; 0 is no xdist), as measured on the 2-core machine
-# (docs/testing.md): the unit tier is CPU-bound and took as long with -n 2 as without; the integration
-# tier mostly waits on subprocesses, sockets and sleeps, and tests that share a session service (one
-# Spark JVM, one control plane, one Kafka broker) stay on one worker (tests/conftest.py).
+# pytest-xdist workers per tier (SLUICE_TEST_UNIT_WORKERS, SLUICE_TEST_INTEGRATION_WORKERS; 0 is none).
+# None by default, as measured on the shared 2-core machine (docs/testing.md): the unit tier took as
+# long with -n 2 as without, and a sample of the integration tier longer with -n 3 than without. With
+# workers, tests that share a session service (the Spark JVM, the control plane, the Kafka broker) stay
+# on one worker (tests/conftest.py).
 tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
 if ! $quick; then
-    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-3}" "$@"
+    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-0}" "$@"
     # One job at a time: the process kubelet's pods share this machine's ports (tests/e2e/README.md).
     tier e2e tests/e2e 0 "$@"
 fi
