@@ -18,10 +18,11 @@ from testkit.kube import kube_env, kube_namespace, process_kubelet  # noqa: F401
 from testkit.postgres import postgres_db, postgres_server  # noqa: F401
 from testkit.s3 import s3_bucket, s3_server  # noqa: F401
 
-# Under `pytest -n N --dist loadgroup` (scripts/test.sh) each worker starts the session services its
-# tests use. The expensive ones are shared by keeping every test that uses one on one worker, in this
-# order of cost; the process kubelet's pods also share this machine's ports (the coordinator's 8081), so
-# its tests must not overlap anyway. Cheaper services (PostgreSQL, the S3 server) start per worker.
+# Under `pytest -n N --dist loadgroup` (scripts/test.sh with SLUICE_TEST_INTEGRATION_WORKERS=N) each
+# worker starts the session services its tests use. The expensive ones are shared by keeping every test
+# that uses one on one worker, in this order of cost; the process kubelet's pods also share this
+# machine's ports (the coordinator's 8081), so its tests must not overlap anyway. Cheaper services
+# (PostgreSQL, the S3 server) start per worker.
 _SHARED_SERVICES = (("kube", "kube_env"), ("spark", "spark_context"), ("kafka", "kafka_broker"))
 
 
