@@ -2,17 +2,35 @@
 # Sets everything up on a fresh machine and runs the whole test suite:
 #   system packages (PostgreSQL, Java), the locked Python environment, the Kubernetes test binaries
 #   (built once from the Go module proxy and cached under .cache/), then lint, types, layer contracts,
-#   and the unit, integration and end-to-end tests. Extra arguments go to pytest.
+#   and the unit, integration and end-to-end tests, each tier as its own pytest run.
+#
+#   scripts/test.sh            everything (what CI runs)
+#   scripts/test.sh --quick    lint, types, layer contracts and the unit tier: the developer's loop
+#
+# Extra arguments go to every pytest run (pytest's exit code 5, nothing collected, then counts as
+# passed for a tier the selection leaves empty). The set-up time is printed on its own line
+# (`test.sh: set-up took Ns`), and the slowest 30 tests of the whole run at the end, so where the time
+# goes stays visible.
+# Exits with the first failing step's code; a failing test tier does not stop the later tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-started=$(date +%s)
 
+quick=false
+if [ "${1:-}" = "--quick" ]; then
+    quick=true
+    shift
+fi
+
+started=$(date +%s)
 scripts/install-system-deps.sh
 scripts/setup.sh
-# Builds the Kubernetes test binaries once (minutes, cold) or finds them (instant, warm); the test
-# fixtures only look them up.
-scripts/k8s-binaries.sh >/dev/null
-scripts/kafka-jars.sh >/dev/null  # the Kafka 4 test broker's jars, from Maven Central once
+if ! $quick; then
+    # Builds the Kubernetes test binaries once (minutes, cold) or finds them (instant, warm); the test
+    # fixtures only look them up.
+    scripts/k8s-binaries.sh >/dev/null
+    scripts/kafka-jars.sh >/dev/null  # the Kafka 4 test broker's jars, from Maven Central once
+fi
+echo "test.sh: set-up took $(( $(date +%s) - started ))s" >&2
 
 echo "== ruff" >&2
 .venv/bin/ruff check runtime operator tests bench examples
@@ -20,6 +38,40 @@ echo "== mypy --strict" >&2
 .venv/bin/mypy
 echo "== import-linter" >&2
 .venv/bin/lint-imports
-echo "== pytest" >&2
-.venv/bin/pytest tests "$@"
+
+reports=$(mktemp -d)
+trap 'rm -rf "$reports"' EXIT
+status=0
+
+# tier NAME PATH WORKERS: runs one tier; a failure is remembered, and the next tiers still run.
+tier() {
+    local name=$1 path=$2 workers=$3 tier_started code=0
+    tier_started=$(date +%s)
+    echo "== pytest $name (-n $workers)" >&2
+    .venv/bin/pytest "$path" -p no:cacheprovider -n "$workers" --dist loadgroup --durations=30 \
+        --junitxml="$reports/$name.xml" "${@:4}" || code=$?
+    if [ "$code" -eq 5 ] && [ $# -gt 3 ]; then
+        code=0  # the caller's own selection (-k, -m) left nothing of this tier to run
+    fi
+    echo "test.sh: $name tier took $(( $(date +%s) - tier_started ))s (pytest exit code $code)" >&2
+    if [ "$status" -eq 0 ] && [ "$code" -ne 0 ]; then
+        status=$code
+    fi
+}
+
+# pytest-xdist workers per tier (SLUICE_TEST_UNIT_WORKERS, SLUICE_TEST_INTEGRATION_WORKERS; 0 is none).
+# None by default, as measured on the shared 2-core machine (docs/testing.md): the unit tier took as
+# long with -n 2 as without, and a sample of the integration tier longer with -n 3 than without. With
+# workers, tests that share a session service (the Spark JVM, the control plane, the Kafka broker) stay
+# on one worker (tests/conftest.py).
+tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
+if ! $quick; then
+    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-0}" "$@"
+    # One job at a time: the process kubelet's pods share this machine's ports (tests/e2e/README.md).
+    tier e2e tests/e2e 0 "$@"
+fi
+
+echo "== slowest 30 tests of the run (setup + call + teardown)" >&2
+.venv/bin/python scripts/_slowest.py 30 "$reports"/*.xml >&2 || true
 echo "test.sh: done in $(( $(date +%s) - started ))s" >&2
+exit "$status"

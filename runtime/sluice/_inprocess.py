@@ -16,14 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from sluice._runner import EXIT_USAGE, RestSettings, exit_code, job_from_args, rest_settings, serve_job
 from sluice.cli import parser
 from sluice.coordinator.jobmaster import JobMaster
 from sluice.coordinator.validation import RestoreRefused
 from sluice.hosts.base import TaskManagerHost
+
+T = TypeVar("T")
 
 
 class BackgroundJob:
@@ -34,6 +36,9 @@ class BackgroundJob:
         self._rest = rest
         self._url: str | None = None
         self._listening = threading.Event()
+        # Set once the job's event loop runs (or the thread has ended): a cancel or call arriving
+        # earlier waits for it instead of being lost.
+        self._loop_ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
@@ -61,9 +66,11 @@ class BackgroundJob:
             self._error = err
         finally:
             self._listening.set()
+            self._loop_ready.set()
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_ready.set()
 
         def listening(url: str) -> None:
             self._url = url
@@ -101,8 +108,18 @@ class BackgroundJob:
         except (RestoreRefused, FileNotFoundError):
             return EXIT_USAGE
 
+    def call(self, action: Callable[[JobMaster], Coroutine[Any, Any, T]], timeout: float | None = None) -> T:
+        """Runs `action(job)` on the job's event loop (where the job master lives) and returns its result;
+        how the REST API's handlers act on the job, without the HTTP."""
+        self._loop_ready.wait(timeout)
+        loop = self._loop
+        if loop is None or self.done():
+            raise RuntimeError(f"job {self.job_id} is not running")
+        return asyncio.run_coroutine_threadsafe(action(self.job), loop).result(timeout)
+
     def cancel(self) -> None:
         """Cancels the job (as `sluice cancel` does; SIGTERM suspends instead); returns at once."""
+        self._loop_ready.wait()
         loop = self._loop
         if loop is not None and not self.done():
             with contextlib.suppress(RuntimeError):  # the loop closed in between: the job has ended

@@ -1,11 +1,13 @@
-"""Jobs on the Spark host inside the test process, sharing one local SparkContext per test module.
+"""Jobs on the Spark host inside the test process, sharing one local SparkContext per test run.
 
 A `sluice run` subprocess starts its own Spark JVM, seconds per test. Here the job master and REST API
 run in the test process (`sluice._inprocess`), the TaskManagers are barrier tasks of a real local
-Spark, and the SparkContext lives as long as the test module (`spark_context`, module-scoped).
+Spark, and the SparkContext lives as long as the pytest session (the `spark_context` fixture in
+tests/conftest.py, session-scoped: a SparkContext start costs seconds, a JVM more).
 
 `SparkJob` and `run_spark_job` mirror `SluiceJob` and `run_job`; the `runner` fixture gives a test both
-hosts, `processes` through the subprocess harness and `spark` through this one:
+hosts, `processes` through the subprocess harness and `spark` through this one; `engine_runner` gives
+`threads` (`testkit.inprocess.ThreadJob`, no process at all) and `spark`:
 
     def test_x(runner: Runner, tmp_path: Path) -> None:
         job = runner.start(PIPELINE, "--arg", ...)
@@ -14,20 +16,17 @@ hosts, `processes` through the subprocess harness and `spark` through this one:
 from __future__ import annotations
 
 import functools
-import logging
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sluice._inprocess import BackgroundJob, start_job
-from sluice._runner import EXIT_USAGE, UsageError
 from sluice.hosts.spark import SparkHost, SparkLog, local_master, spark_settings, start_spark
+from testkit.inprocess import InProcessJob, ThreadJob, run_in_process, run_thread_job
 from testkit.jobs import RestJob, SluiceJob, run_job
 
 # Task slots of the shared local Spark: enough for the TaskManagers of any test job.
@@ -62,28 +61,7 @@ def _running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-@pytest.fixture(scope="module")
-def spark_context() -> Iterator[Any]:
-    context = start_test_spark(Path(tempfile.mkdtemp(prefix="sluice-spark-")))
-    try:
-        yield context
-    finally:
-        context.stop()
-
-
-class _Lines(logging.Handler):
-    """The job master's log lines, as `sluice run` would print them on stderr."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.setFormatter(logging.Formatter("sluice: %(levelname)s %(name)s: %(message)s"))
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record) + "\n")
-
-
-class SparkJob(RestJob):
+class SparkJob(InProcessJob):
     """A job whose TaskManagers are barrier tasks of `spark_context`, coordinated in this process."""
 
     def __init__(
@@ -93,72 +71,14 @@ class SparkJob(RestJob):
         spark_context: Any,
         env: dict[str, str] | None = None,
     ) -> None:
-        if env:
-            raise ValueError("an in-process job shares the test's environment; it takes no env")
-        self.host = SparkHost(spark_context)
-        self._log = _Lines()
-        logging.getLogger("sluice").addHandler(self._log)
-        self._finished = False
-        try:
-            self.handle: BackgroundJob = start_job(
-                [str(pipeline), "--rest-port", "0", *options],
-                self.host,
-                default_checkpoint_dir=f"{tempfile.gettempdir()}/sluice/checkpoints",
-            )
-        except BaseException:
-            self._detach()
-            raise
-
-    def _detach(self) -> None:
-        logging.getLogger("sluice").removeHandler(self._log)
-
-    @property
-    def stderr(self) -> str:
-        return "".join(self._log.lines)
-
-    def rest_url(self, timeout: float = 60) -> str:
-        return self.handle.rest_url(timeout)
-
-    def token(self) -> str:
-        return self.handle.token
-
-    def ended(self) -> str | None:
-        return "ended" if self.handle.done() else None
-
-    def wait(self, timeout: float = 120) -> int:
-        try:
-            code = self.handle.exit_code(timeout)
-        except TimeoutError:
-            self.kill()
-            raise AssertionError(f"job did not end within {timeout}s; log:\n{self.stderr}") from None
-        if not self._finished:
-            self._finished = True
-            result = self.handle.job.result
-            outcome = "without a result" if result is None else f"{result.state}: {result.error}"
-            self._log.lines.append(f"sluice: job {self.handle.job_id} {outcome}\n")
-            self._detach()
-        return code
-
-    def kill(self) -> None:
-        if not self.handle.done():
-            self.handle.cancel()
-        try:
-            self.handle.exit_code(60)
-        finally:
-            self._detach()
+        super().__init__(pipeline, *options, host=SparkHost(spark_context), env=env)
 
 
 def run_spark_job(
     pipeline: str | Path, *options: str, spark_context: Any, timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
     """Runs a job on the Spark host to its end; the result looks like `run_job`'s finished process."""
-    command = [str(pipeline), *options]
-    try:
-        job = SparkJob(pipeline, *options, spark_context=spark_context)
-    except UsageError as err:
-        return subprocess.CompletedProcess(command, EXIT_USAGE, "", f"sluice: error: {err}\n")
-    code = job.wait(timeout)
-    return subprocess.CompletedProcess(command, code, "", job.stderr)
+    return run_in_process(pipeline, *options, host=SparkHost(spark_context), timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -172,8 +92,22 @@ class Runner:
 
 @pytest.fixture(params=["processes", pytest.param("spark", marks=pytest.mark.spark)])
 def runner(request: pytest.FixtureRequest) -> Runner:
+    """A test through the real `sluice run` (processes host) and on the Spark host."""
     if request.param == "processes":
         return Runner("processes", SluiceJob, run_job)
+    return _spark_runner(request)
+
+
+@pytest.fixture(params=["threads", pytest.param("spark", marks=pytest.mark.spark)])
+def engine_runner(request: pytest.FixtureRequest) -> Runner:
+    """A test of engine semantics with TaskManagers on threads of the test process, and on the Spark
+    host: no interpreter is started; what needs the CLI or a real process takes `runner`."""
+    if request.param == "threads":
+        return Runner("threads", ThreadJob, run_thread_job)
+    return _spark_runner(request)
+
+
+def _spark_runner(request: pytest.FixtureRequest) -> Runner:
     context = request.getfixturevalue("spark_context")
     return Runner(
         "spark",

@@ -280,6 +280,10 @@ class JobMaster:
         self.state = JobState.CREATED if self.attempt == 0 else JobState.RESTARTING
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
+        if self._end_request is not None:
+            # Cancel or suspend asked for before this attempt's queue existed (at start-up, or between
+            # a restart's delay and here): the new queue must not lose it.
+            self._events.put_nowait(self._end_request)
         self.subtasks = {
             (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
         }

@@ -1,4 +1,5 @@
-"""KafkaSource against a real Kafka 4 broker, run by `sluice run` with TaskManagers as local processes.
+"""KafkaSource against a real Kafka 4 broker, the jobs in the test process with TaskManagers on threads
+(`ThreadJob`); the TaskManager killed by SIGKILL is a real `sluice run` with TaskManager processes.
 
 Output goes through FileSink (exactly once), so "no loss, no duplicates" is checked end to end: every
 produced record shows up as exactly one [partition, offset, value] line.
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
-from testkit.jobs import SluiceJob, run_cli, run_job
+from testkit.inprocess import ThreadJob, run_thread_job
+from testkit.jobs import RestJob, SluiceJob, run_cli
 from testkit.kafka import KafkaBroker, unique_topic
 from testkit.outputs import read_output
 
@@ -42,7 +44,7 @@ def _options(broker: KafkaBroker, topic: str, tmp_path: Path, *extra: str) -> li
     ]  # fmt: skip
 
 
-def stop_with_savepoint(job: SluiceJob, savepoints: Path, *flags: str) -> str:
+def stop_with_savepoint(job: RestJob, savepoints: Path, *flags: str) -> str:
     """Stops the job through the CLI (`--drain` for TERMINATE) and returns the savepoint's path."""
     stop = run_cli("stop", "--address", job.rest_url(), *flags, "--savepoint-dir", f"file://{savepoints}")
     assert stop.returncode == 0, stop.stderr + job.stderr
@@ -53,7 +55,7 @@ def stop_with_savepoint(job: SluiceJob, savepoints: Path, *flags: str) -> str:
 def test_bounded_read_equals_what_was_produced(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     topic, expected = _fill(kafka_broker, partitions=3, per_partition=700)
     # Records produced after the job started are not part of a bounded read.
-    done = run_job(
+    done = run_thread_job(
         PIPELINES / "kafka_to_files.py",
         *_options(kafka_broker, topic, tmp_path, "--parallelism", "2", "--checkpoint-interval", "1h"),
     )
@@ -87,7 +89,7 @@ def test_restore_at_another_parallelism_deals_the_partitions_anew(
     topic, expected = _fill(kafka_broker, partitions=3, per_partition=3000)
     sp = tmp_path / "sp"
     options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms")
-    job = SluiceJob(PIPELINES / "kafka_to_files.py", *options, "--parallelism", "3", "--arg", "rate=1500")
+    job = ThreadJob(PIPELINES / "kafka_to_files.py", *options, "--parallelism", "3", "--arg", "rate=1500")
     try:
         job.wait_checkpoints(2)
         savepoint = stop_with_savepoint(job, sp)
@@ -95,7 +97,7 @@ def test_restore_at_another_parallelism_deals_the_partitions_anew(
         job.kill()
     first = read_output(str(tmp_path / "out"))
     assert 0 < sum(first.values()) < sum(expected.values()), "the stop came in the middle of the read"
-    resumed = run_job(
+    resumed = run_thread_job(
         PIPELINES / "kafka_to_files.py", *options, "--parallelism", "2", "--from-savepoint", savepoint
     )
     assert resumed.returncode == 0, resumed.stderr
@@ -105,7 +107,7 @@ def test_restore_at_another_parallelism_deals_the_partitions_anew(
 def test_a_partition_added_while_running_is_read(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     topic, expected = _fill(kafka_broker, partitions=1, per_partition=50)
     out = str(tmp_path / "out")
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "kafka_to_files.py",
         *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms",
                   "--arg", "bounded=0", "--arg", "discovery_ms=200"),
@@ -127,7 +129,7 @@ def test_an_unbounded_source_with_fewer_splits_than_partitions_reads_them_all(
 ) -> None:
     topic, expected = _fill(kafka_broker, partitions=4, per_partition=40)
     out = str(tmp_path / "out")
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "kafka_to_files.py",
         *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms", "--parallelism", "2",
                   "--arg", "bounded=0", "--arg", "splits=2"),
@@ -146,7 +148,7 @@ def test_the_group_offsets_follow_checkpoints_and_a_new_job_can_start_from_them(
     topic, expected = _fill(kafka_broker, partitions=2, per_partition=30)
     group = unique_topic("group")
     first = tmp_path / "first"
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "kafka_to_files.py",
         *_options(kafka_broker, topic, first, "--checkpoint-interval", "200ms", "--parallelism", "2",
                   "--arg", "bounded=0", "--arg", f"group={group}"),
@@ -166,7 +168,7 @@ def test_the_group_offsets_follow_checkpoints_and_a_new_job_can_start_from_them(
     for p in range(2):
         kafka_broker.produce(topic, [f"after-{p}-{i}" for i in range(5)], partition=p)
     later = collections.Counter(json.dumps([p, 30 + i, f"after-{p}-{i}"]) for p in range(2) for i in range(5))
-    done = run_job(
+    done = run_thread_job(
         PIPELINES / "kafka_to_files.py",
         *_options(kafka_broker, topic, tmp_path / "second", "--checkpoint-interval", "1h",
                   "--arg", f"group={group}", "--arg", "starting=committed"),
@@ -186,7 +188,7 @@ def test_event_time_comes_from_kafka_timestamps(kafka_broker: KafkaBroker, tmp_p
     expected: collections.Counter[str] = collections.Counter()
     counts = collections.Counter((v, t // 1000 * 1000) for v, t in zip(values, stamps, strict=True))
     expected.update(json.dumps([v, w, n]) for (v, w), n in counts.items())
-    done = run_job(
+    done = run_thread_job(
         PIPELINES / "kafka_windows.py",
         *_options(kafka_broker, topic, tmp_path, "--parallelism", "2", "--checkpoint-interval", "1h"),
     )
@@ -201,7 +203,7 @@ def test_a_bounded_and_an_unbounded_kafka_source_go_through_partially_finished_c
     endless = kafka_broker.create_topic(unique_topic("endless"), 1)
     expected = collections.Counter({json.dumps([finite, *json.loads(k)]): n for k, n in expected.items()})
     out = str(tmp_path / "out")
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "kafka_bounded_and_unbounded.py",
         "--arg", f"bootstrap={kafka_broker.bootstrap_servers}", "--arg", f"bounded_topic={finite}",
         "--arg", f"topic={endless}", "--arg", f"out={out}", "--parallelism", "2",
@@ -244,7 +246,7 @@ def test_one_subtask_reading_several_partitions_drops_nothing_as_late(
     rows = {p: [(f"k{i % 3}", base + i * 5) for i in range(3000)] for p in range(2)}
     for p, records in rows.items():
         kafka_broker.produce(topic, [v for v, _ in records], partition=p, timestamps=[t for _, t in records])
-    done = run_job(
+    done = run_thread_job(
         PIPELINES / "kafka_partition_time.py",
         *_options(kafka_broker, topic, tmp_path, "--parallelism", "1", "--checkpoint-interval", "1h"),
     )
@@ -262,7 +264,7 @@ def test_an_idle_partition_stops_holding_back_the_windows_of_the_busy_one(
     busy = [(f"k{i % 2}", base + i * 10) for i in range(400)]  # 4 s of event time
     kafka_broker.produce(topic, [v for v, _ in busy], partition=0, timestamps=[t for _, t in busy])
     out = str(tmp_path / "out")
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "kafka_partition_time.py",
         *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms", "--parallelism", "1",
                   "--arg", "bounded=0", "--arg", "idleness_ms=300"),

@@ -1,4 +1,8 @@
-"""Bounded buffers: a slow sink slows its source down instead of letting records pile up in memory."""
+"""Bounded buffers: a slow sink slows its source down instead of letting records pile up in memory.
+
+The two TaskManagers are threads of the test (`ThreadJob`); records between them still go through
+credit-based channels over loopback sockets, as between TaskManager processes.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,11 @@ import time
 from pathlib import Path
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import SluiceJob
+from testkit.inprocess import ThreadJob
 
 
 def test_slow_sink_slows_the_source(tmp_path: Path) -> None:
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "slow_sink.py",
         "--taskmanagers",
         "2",

@@ -1,4 +1,9 @@
-"""FLIP-147 through the CLI and REST: final checkpoints, checkpoints with finished tasks, recovery."""
+"""FLIP-147 through REST and the CLI: final checkpoints, checkpoints with finished tasks, recovery.
+
+Engine semantics run in the test process (`ThreadJob`, TaskManagers on threads); a TaskManager killed
+by SIGKILL and what `sluice run` itself decides (refusing a restore, not running an ended job again)
+go through a real `sluice run`.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import signal
 from pathlib import Path
 
 from testkit.checkpoints import PIPELINES, load, metadata_files, operator
+from testkit.inprocess import ThreadJob, run_thread_job
 from testkit.jobs import REPO, SluiceJob, run_job
 from testkit.outputs import assert_same_output, hidden_files, read_output, w1_reference
 
@@ -17,7 +23,7 @@ W1 = REPO / "examples" / "w1_window_counts.py"
 
 def test_bounded_job_with_hour_interval_ends_with_one_final_checkpoint(tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
-    done = run_job(
+    done = run_thread_job(
         W1,
         "--arg",
         "n=50000",
@@ -47,7 +53,7 @@ def test_bounded_job_with_hour_interval_ends_with_one_final_checkpoint(tmp_path:
 
 def test_checkpoints_complete_while_one_source_subtask_has_finished(tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "uneven.py",
         "--arg",
         f"out={out}",
@@ -139,7 +145,7 @@ def test_finished_source_is_not_run_again_after_a_failure(tmp_path: Path) -> Non
 
 def test_restore_refused_when_a_running_operator_feeds_a_finished_one(tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "two_sources.py",
         "--arg",
         f"out={out}",
@@ -181,7 +187,7 @@ def test_restore_refused_when_a_running_operator_feeds_a_finished_one(tmp_path: 
 
 def _declined_with_a_finished_subtask(tmp_path: Path, *extra: str) -> list[str]:
     """Runs uneven.py (subtask 0 of the source finishes early) until a checkpoint is declined."""
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "uneven.py", "--arg", f"out={tmp_path / 'out'}",
         "--arg", "short=100", "--arg", "long=8000", "--arg", "rate=4000",
         "--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--checkpoint-interval", "200ms",
@@ -221,10 +227,10 @@ def test_stored_job_result_prevents_a_second_run(tmp_path: Path) -> None:
         "--job-id",
         "once",
     )
-    first = run_job(W1, *options)
+    first = run_thread_job(W1, *options)
     assert first.returncode == 0, first.stderr
     files = sorted(p.name for p in out.iterdir())
-    second = run_job(W1, *options)
+    second = run_job(W1, *options)  # `sluice run` itself finds the stored result
     assert second.returncode == 0, second.stderr
     assert "FINISHED" in second.stderr
     assert sorted(p.name for p in out.iterdir()) == files, "the job did not run again"

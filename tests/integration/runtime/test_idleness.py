@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import SluiceJob
+from testkit.inprocess import ThreadJob
 from testkit.outputs import read_output
 
 
 def _windows_after(tmp_path: Path, idleness: str, seconds: float) -> int:
     out = tmp_path / f"out-{idleness}"
-    job = SluiceJob(
+    job = ThreadJob(
         PIPELINES / "idle_input.py",
         "--arg",
         f"out={out}",

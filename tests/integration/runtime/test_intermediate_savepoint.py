@@ -14,7 +14,7 @@ import os
 import signal
 from pathlib import Path
 
-from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
+from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options, load
 from testkit.jobs import SluiceJob, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
@@ -23,8 +23,12 @@ def test_output_stays_exactly_once_when_a_failure_follows_an_intermediate_savepo
     out, count = tmp_path / "out", 48_000
     job = SluiceJob(
         GENERATED_COUNTS,
-        # No periodic checkpoint completes while the test looks: only the savepoint could commit.
-        *generated_counts_options(out, tmp_path / "chk", count, "intermediate", interval="1h"),
+        # No periodic checkpoint completes while the test looks: only the savepoint could commit. At
+        # 3,000 records/s the input lasts 16 s: at 8,000 (6 s) a loaded machine let the job reach its end,
+        # and its final checkpoint commit everything, before the savepoint was looked at.
+        *generated_counts_options(
+            out, tmp_path / "chk", count, "intermediate", interval="1h", rate=3000
+        ),
         "--restart-delay",
         "100ms",
         "--savepoint-dir-allow",
@@ -42,6 +46,9 @@ def test_output_stays_exactly_once_when_a_failure_follows_an_intermediate_savepo
         )
         assert savepoint.returncode == 0, savepoint.stderr
         assert job.get("/v1/checkpoints")["counts"]["completed"] >= 1
+        # The premise: the input had not ended (no final checkpoint could have committed anything).
+        taken = load(Path(savepoint.stdout.strip().splitlines()[-1].removeprefix("file://")) / "_metadata")
+        assert not any(op["finishedSubtasks"] or op["fullyFinished"] for op in taken["operators"]), taken
         assert not read_output(str(out)), "the intermediate savepoint committed output"
 
         pids = job.taskmanager_pids()

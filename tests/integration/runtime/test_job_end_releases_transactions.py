@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from testkit.checkpoints import PIPELINES
+from testkit.inprocess import ThreadJob
 from testkit.jobs import SluiceJob, run_cli
 
 
@@ -93,7 +94,7 @@ def test_a_job_failed_for_good_rolls_back_and_a_suspended_one_keeps_them(
 
 def test_cancel_removes_the_file_sinks_hidden_pre_committed_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    job = SluiceJob(
+    job = ThreadJob(
         NEVER_CHECKPOINTED,
         "--arg",
         f"out={out}",

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import SluiceJob, run_job
+from testkit.inprocess import run_thread_job
+from testkit.jobs import SluiceJob
 
 pytestmark = pytest.mark.postgres
 COUNT, KEYS = 30_000, 10
@@ -44,7 +45,7 @@ def test_bounded_job_commits_its_last_rows_with_the_final_checkpoint(
     postgres_db: str, tmp_path: Path
 ) -> None:
     _prepare(postgres_db)
-    done = run_job(
+    done = run_thread_job(
         PIPELINES / "postgres_counts.py",
         "--arg",
         f"dsn={postgres_db}",

@@ -1,16 +1,21 @@
-"""Restoring into a changed job: state of a removed operator is refused unless explicitly dropped."""
+"""Restoring into a changed job: state of a removed operator is refused unless explicitly dropped.
+
+The jobs run in the test process (`ThreadJob`); the refusal is `sluice run`'s own (exit code 2 and
+its message).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from testkit.jobs import REPO, SluiceJob, run_cli, run_job
+from testkit.inprocess import ThreadJob
+from testkit.jobs import REPO, run_cli, run_job
 
 UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
 
 
 def test_state_of_a_removed_operator_needs_allow_non_restored_state(tmp_path: Path) -> None:
-    job = SluiceJob(
+    job = ThreadJob(
         UNBOUNDED,
         "--arg",
         f"out={tmp_path / 'out'}",
@@ -48,7 +53,7 @@ def test_state_of_a_removed_operator_needs_allow_non_restored_state(tmp_path: Pa
     refused = run_job(changed, *options, timeout=120)
     assert refused.returncode == 2
     assert "count" in refused.stderr and "--allow-non-restored-state" in refused.stderr
-    resumed = SluiceJob(changed, *options, "--allow-non-restored-state")
+    resumed = ThreadJob(changed, *options, "--allow-non-restored-state")
     try:
         resumed.wait_checkpoints(1)
         document = resumed.get("/v1/job")

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from testkit.checkpoints import PIPELINES
-from testkit.jobs import REPO, SluiceJob, run_cli, run_job
+from testkit.inprocess import run_thread_job
+from testkit.jobs import REPO, SluiceJob, run_cli
 from testkit.outputs import assert_same_output, read_output
 from testkit.s3 import S3Server
 
@@ -22,7 +23,7 @@ def test_files_from_s3_to_s3_exactly_once(s3_server: S3Server, s3_bucket: str) -
         lines = [f"file {f} line {i}" for i in range(2000 * (f + 1))]
         fs.pipe(f"{s3_bucket.removeprefix('s3://')}/in/part-{f}.txt", ("\n".join(lines) + "\n").encode())
         expected.update(json.dumps([line, len(line)]) for line in lines)
-    done = run_job(
+    done = run_thread_job(
         PIPELINES / "copy_lines.py",
         "--arg",
         f"input={s3_bucket}/in/*.txt",

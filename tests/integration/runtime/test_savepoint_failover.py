@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
-from testkit.jobs import SluiceJob, run_cli
+from testkit.inprocess import ThreadJob
+from testkit.jobs import run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
 
@@ -17,7 +18,7 @@ def test_savepoint_failing_after_the_stop_began_restarts_the_job(tmp_path: Path)
     for n in range(1, 2000):
         (blocked / f"savepoint-failover-job-{n}").write_text("")
     count = 60_000
-    job = SluiceJob(
+    job = ThreadJob(
         GENERATED_COUNTS,
         *generated_counts_options(out, tmp_path / "chk", count, "failover-job"),
         "--restart-delay",

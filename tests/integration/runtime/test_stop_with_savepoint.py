@@ -1,6 +1,8 @@
 """FLIP-34 through the CLI and REST: stop with drain (TERMINATE), without (SUSPEND), plain savepoints.
 
-Everything but the request validation runs on both hosts (the `runner` fixture).
+The drain runs through the real `sluice run` (processes host) and on Spark (`runner`); the other
+scenarios are engine semantics and run with TaskManagers on threads of the test and on Spark
+(`engine_runner`); `sluice stop` and `sluice savepoint` are always the real CLI.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import pytest
 from sluice.state.keyed import BACKENDS
 from testkit import spark
 from testkit.checkpoints import PIPELINES, load, operator
-from testkit.jobs import REPO, SluiceJob, run_cli, run_job
+from testkit.inprocess import ThreadJob, run_thread_job
+from testkit.jobs import REPO, SluiceJob, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 from testkit.spark import Runner
 
 UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
-# Both hosts for the scenarios that take `runner`; one SparkContext for the whole module.
+# Both hosts for the scenarios that take `runner`; one SparkContext for the whole test run.
 runner = spark.runner
-spark_context = spark.spark_context
+engine_runner = spark.engine_runner
 
 
 def savepoint_metadata(path: str) -> dict:  # type: ignore[type-arg]
@@ -69,8 +72,10 @@ def test_stop_with_drain_fires_every_window(runner: Runner, tmp_path: Path) -> N
     )
 
 
-def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(runner: Runner, tmp_path: Path) -> None:
-    _stop_without_drain_then_resume(runner, tmp_path, ())
+def test_stop_without_drain_then_resume_equals_an_uninterrupted_run(
+    engine_runner: Runner, tmp_path: Path
+) -> None:
+    _stop_without_drain_then_resume(engine_runner, tmp_path, ())
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -79,7 +84,7 @@ def test_stop_without_drain_then_resume_keyed_state_equals_an_uninterrupted_run(
 ) -> None:
     # generated_counts.py's keyed process function variant: its keyed state lives in `backend`.
     variant = ("--arg", "kind=process", "--state-backend", backend)
-    _stop_without_drain_then_resume(Runner("processes", SluiceJob, run_job), tmp_path, variant)
+    _stop_without_drain_then_resume(Runner("threads", ThreadJob, run_thread_job), tmp_path, variant)
 
 
 def _stop_without_drain_then_resume(runner: Runner, tmp_path: Path, variant: tuple[str, ...]) -> None:
@@ -127,8 +132,8 @@ def _stop_without_drain_then_resume(runner: Runner, tmp_path: Path, variant: tup
     assert_same_output(read_output(str(out)), reference)
 
 
-def test_plain_savepoint_keeps_the_job_running(runner: Runner, tmp_path: Path) -> None:
-    job = runner.start(
+def test_plain_savepoint_keeps_the_job_running(engine_runner: Runner, tmp_path: Path) -> None:
+    job = engine_runner.start(
         UNBOUNDED,
         "--arg",
         f"out={tmp_path / 'out'}",
@@ -155,10 +160,10 @@ def test_plain_savepoint_keeps_the_job_running(runner: Runner, tmp_path: Path) -
         job.kill()
 
 
-def test_failing_savepoint_leaves_the_job_running(runner: Runner, tmp_path: Path) -> None:
+def test_failing_savepoint_leaves_the_job_running(engine_runner: Runner, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the savepoint directory should be")
-    job = runner.start(
+    job = engine_runner.start(
         UNBOUNDED,
         "--arg",
         f"out={tmp_path / 'out'}",

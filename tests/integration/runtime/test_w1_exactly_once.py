@@ -26,9 +26,8 @@ from testkit.spark import Runner
 
 W1 = REPO / "examples" / "w1_window_counts.py"
 GENERATED = REPO / "tests" / "integration" / "pipelines" / "generated_counts.py"
-# Both hosts for the scenarios that take `runner`; one SparkContext for the whole module.
+# Both hosts for the scenarios that take `runner`; one SparkContext for the whole test run.
 runner = spark.runner
-spark_context = spark.spark_context
 
 
 def test_w1_example_output_equals_reference(runner: Runner, tmp_path: Path) -> None:

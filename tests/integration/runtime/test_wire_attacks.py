@@ -24,7 +24,6 @@ from testkit.probe import attack, listening_ports, rss_kib
 from testkit.spark import Runner, SparkJob
 
 runner = spark.runner
-spark_context = spark.spark_context
 
 _CHALLENGE_BYTES = 40
 _HEX_SECRET = re.compile(rb"[0-9a-f]{64}")

@@ -23,11 +23,9 @@ from sluice.transport.handshake import CONTROL
 from sluice.transport.messages import TASKMANAGER_REPORTS, Register, Shutdown, decode_message, encode_message
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch
 from sluice.transport.wire import Wire
-from testkit import spark
 from testkit.spark import still_running
 
 pytestmark = pytest.mark.spark
-spark_context = spark.spark_context
 
 
 class StandInCoordinator:

@@ -14,14 +14,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from testkit import spark
 from testkit.checkpoints import PIPELINES
 from testkit.jobs import REPO
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 from testkit.spark import SparkJob, run_spark_job, still_running
 
 pytestmark = pytest.mark.spark
-spark_context = spark.spark_context
 UNBOUNDED = REPO / "examples" / "unbounded_counts.py"
 
 

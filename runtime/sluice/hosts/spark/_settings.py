@@ -11,10 +11,10 @@ import re
 
 from sluice.hosts.spark._errors import SparkSetupError
 
-# Failover belongs to the coordinator (DESIGN.md section 3): a failed TaskManager fails the barrier
-# stage, the job master stops the attempt and submits a new stage restoring the latest checkpoint. Spark
-# must not retry anything on its own: a retried task or stage would start TaskManagers the coordinator
-# does not expect, against an attempt it has already given up.
+# Failover belongs to the coordinator (docs/architecture.md, "Failure and restart"): a failed TaskManager
+# fails the barrier stage, the job master stops the attempt and submits a new stage restoring the latest
+# checkpoint. Spark must not retry anything on its own: a retried task or stage would start TaskManagers
+# the coordinator does not expect, against an attempt it has already given up.
 FAILOVER_SETTINGS: dict[str, str] = {
     # A failed TaskManager task is not re-run alone (the default is 4 attempts outside local mode).
     "spark.task.maxFailures": "1",
