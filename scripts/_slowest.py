@@ -2,6 +2,8 @@
 
 pytest's own `--durations` table covers one pytest run; test.sh runs one per tier, so this merges them:
     python scripts/_slowest.py 30 unit.xml integration.xml e2e.xml
+With --totals it prints instead one closing line for the whole run, `total: N passed, N failed, N skipped`
+(pytest's own summary line covers only the last tier).
 """
 
 from __future__ import annotations
@@ -19,7 +21,23 @@ def slowest(count: int, reports: list[str]) -> list[tuple[float, str]]:
     return sorted(timed, reverse=True)[:count]
 
 
+def totals(reports: list[str]) -> str:
+    passed = failed = skipped = 0
+    for report in reports:
+        for case in ET.parse(report).iter("testcase"):
+            if case.find("skipped") is not None:
+                skipped += 1
+            elif case.find("failure") is not None or case.find("error") is not None:
+                failed += 1
+            else:
+                passed += 1
+    return f"total: {passed} passed, {failed} failed, {skipped} skipped"
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "--totals":
+        print(totals(argv[1:]))
+        return
     count, reports = int(argv[0]), argv[1:]
     for seconds, name in slowest(count, reports):
         print(f"{seconds:9.2f}s  {name}")

@@ -74,4 +74,6 @@ fi
 echo "== slowest 30 tests of the run (setup + call + teardown)" >&2
 .venv/bin/python scripts/_slowest.py 30 "$reports"/*.xml >&2 || true
 echo "test.sh: done in $(( $(date +%s) - started ))s" >&2
+# The last line: every tier's tests counted together (pytest's own summary covers only its tier).
+.venv/bin/python scripts/_slowest.py --totals "$reports"/*.xml || true
 exit "$status"
