@@ -5,7 +5,8 @@ delivered EndOfData:
   1. with drain: MAX_WATERMARK, end_input and finish on every operator; without drain neither;
      then EndOfData(drain) to every output, and END_OF_DATA reported to the coordinator;
   2. keep taking part in checkpoints until the first checkpoint taken after step 1 completes
-     (that is the final checkpoint or the stop's savepoint; if it fails, the next one);
+     (that is the final checkpoint or the stop's savepoint; if it fails, the next one), and until
+     every input delivered EndOfPartition;
   3. close every operator, send EndOfPartition, report FINISHED and exit.
 """
 
@@ -113,8 +114,14 @@ class StreamTask:
             writer.time_waits(metrics.backpressure)
 
     def is_done(self) -> bool:
-        """The final checkpoint completed: the task closes now."""
-        return self._done
+        """The final checkpoint completed and every input delivered EndOfPartition: the task closes now.
+
+        Until its last input closes, a finished task keeps taking events (later barriers, the
+        EndOfPartition itself): its upstream may still send them, and a sender that finds the queue
+        full waits for room (for credit, on a remote channel). A task that stopped reading once its
+        own final checkpoint completed left such a sender waiting for ever, and the job with it.
+        """
+        return self._done and (self.gate is None or len(self.gate.closed) == len(self.gate.channels))
 
     # -- messages from the coordinator ------------------------------------------------------------
 
