@@ -107,7 +107,10 @@ def test_a_body_that_does_not_arrive_in_time_gets_400(monkeypatch: pytest.Monkey
                 for line in head.split(b"\r\n")
                 if line.lower().startswith(b"content-length")
             )
-            return head + await asyncio.wait_for(reader.readexactly(length), 5)
+            answer = head + await asyncio.wait_for(reader.readexactly(length), 5)
+            # Then the guard closes the connection aiohttp would keep reading for a while.
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+            return answer
         finally:
             writer.close()
             await api.stop()
