@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from sluice import _tokens
 from sluice._states import CheckpointStatus, StopMode
 from sluice.coordinator import dashboard
 from sluice.coordinator._prometheus import CONTENT_TYPE, PrometheusExporter
@@ -50,6 +51,7 @@ class RestApi:
         self, job: JobMaster, auth: RestAuth, targets: SavepointTargets, allowed_hosts: Iterable[str] = ()
     ) -> None:
         self.job = job
+        self._auth = auth
         self.targets = targets
         self.savepoints: dict[str, SavepointEntry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -117,8 +119,20 @@ class RestApi:
 
     async def health(self, request: web.Request) -> web.Response:
         # The job id lets the job's own user's CLI pick the stored token (sluice._tokens); it is not a
-        # secret: it grants nothing.
-        return web.json_response({"ok": True, "jobId": self.job.config.job_id})
+        # secret: it grants nothing. The proof lets that CLI tell this coordinator from a fake one.
+        answer: dict[str, Any] = {"ok": True, "jobId": self.job.config.job_id}
+        challenge = request.headers.get(_tokens.CHALLENGE_HEADER)
+        if challenge is not None:
+            nonce = _tokens.parse_challenge(challenge)
+            if nonce is None:
+                return _error(
+                    400, f"{_tokens.CHALLENGE_HEADER} must be {_tokens.CHALLENGE_BYTES} bytes in hex"
+                )
+            here = _tokens.endpoint(
+                request.transport.get_extra_info("sockname") if request.transport else None
+            )
+            answer["tokenProof"] = _tokens.token_proof(self._auth.token, nonce, here)
+        return web.json_response(answer)
 
     async def get_job(self, request: web.Request) -> web.Response:
         self.history.ingest(self.job.metrics)
