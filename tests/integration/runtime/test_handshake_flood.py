@@ -53,20 +53,19 @@ class _SilentFlood:
                             conn = socket.create_connection(("127.0.0.1", self.port), timeout=5)
                         except ConnectionRefusedError:
                             return  # the coordinator has exited
-
                         conn.setblocking(False)
                         held.register(conn, selectors.EVENT_READ)
                         self.opened += 1
                     for key, _ in held.select(0.05):
-                        conn = key.fileobj
-                        assert isinstance(conn, socket.socket)
+                        ready = key.fileobj
+                        assert isinstance(ready, socket.socket)
                         try:
-                            if conn.recv(4096):
+                            if ready.recv(4096):
                                 continue  # the challenge: left unanswered
                         except OSError:
                             pass
-                        held.unregister(conn)  # dropped by the port: open another
-                        conn.close()
+                        held.unregister(ready)  # dropped by the port: open another
+                        ready.close()
                     time.sleep(0.01)
             finally:
                 for key in list(held.get_map().values()):
