@@ -1,0 +1,63 @@
+"""The coordinator runs out of file descriptors while checkpoints are being written (issue 23, finding 4).
+
+Issue 23 got there with 500 slowloris connections on a 512-descriptor limit; the REST and handshake
+bounds now keep floods from doing that, so this test takes the descriptors away directly: it lowers the
+running coordinator's limit (prlimit(2), as `prlimit --nofile` would) to the descriptors it has open.
+The next `_metadata` write fails with EMFILE. That checkpoint must fail with a message, the coordinator
+must keep running, and once descriptors are back, checkpoints complete again and the job ends with
+every row exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+from testkit.checkpoints import GENERATED_COUNTS, generated_counts_options
+from testkit.jobs import SluiceJob
+from testkit.outputs import assert_same_output, keyed_window_reference, read_output
+
+
+def _lowest_free_fd(pid: int) -> int:
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    return min(set(range(len(used) + 1)) - used)
+
+
+def test_running_out_of_descriptors_fails_checkpoints_not_the_coordinator(tmp_path: Path) -> None:
+    out, count = tmp_path / "out", 64_000
+    job = SluiceJob(
+        GENERATED_COUNTS,
+        *generated_counts_options(out, tmp_path / "chk", count, "out-of-descriptors", interval="200ms"),
+        *("--tolerable-checkpoint-failures", "unlimited"),
+    )
+    pid = job.process.pid
+    try:
+        job.wait_checkpoints(2)
+        url = job.rest_url()  # read before the limit: a REST call needs a descriptor too
+        token = job.token()
+        assert url and token
+        limit = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        failed_before = int(job.get("/v1/checkpoints")["counts"]["failed"])
+        # New descriptors are numbered from the lowest free one: with the soft limit there, every open fails.
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (_lowest_free_fd(pid), limit[1]))
+        try:
+            time.sleep(2.0)  # ten checkpoint intervals without a descriptor to spare
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, limit)
+        assert job.ended() is None, f"the coordinator died:\n{job.stderr}"
+        checkpoints = job.get("/v1/checkpoints")
+        assert int(checkpoints["counts"]["failed"]) > failed_before, checkpoints["counts"]
+        errors = [c.get("error") or "" for c in checkpoints["history"] if c["status"] == "FAILED"]
+        assert any("Too many open files" in e for e in errors), errors
+        completed = job.completed_checkpoints()
+        job.wait_checkpoints(completed + 2)
+        view = job.get("/v1/job")
+        assert view["state"] == "RUNNING", view
+        code = job.wait(180)
+    finally:
+        job.kill()
+    assert code == 0, job.stderr
+    assert "Traceback" not in job.stderr, job.stderr
+    assert_same_output(read_output(f"file://{out}"), keyed_window_reference(count, 50, 1000, 10))
