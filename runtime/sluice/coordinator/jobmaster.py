@@ -285,7 +285,14 @@ class JobMaster:
         self.placement = placement(self.graph, self.config.taskmanagers)
         self.checkpoints.failures.reset()
         self._control.expect(self.config.taskmanagers, self.attempt)
-        await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
+        try:
+            await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
+        except OSError as err:
+            # Out of descriptors or processes (a flood of connections, say): the restart strategy
+            # decides, as for a lost TaskManager, instead of the coordinator dying with a traceback.
+            raise AttemptEnded(
+                AttemptFailed(f"starting TaskManagers failed: {type(err).__name__}: {err}")
+            ) from err
         lost = asyncio.ensure_future(self.host.wait_lost())
         try:
             await self._await_registration(lost)
