@@ -109,6 +109,8 @@ class JobMaster:
         self.ended = asyncio.Event()
         self.result: JobResult | None = None
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
+        self._failing: str | None = None
+        """Why the current attempt failed, once something failed it (its end is then on its way)."""
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: EndRequested | None = None
         self._end_requested = asyncio.Event()
@@ -278,6 +280,7 @@ class JobMaster:
         self.state = JobState.CREATED if self.attempt == 0 else JobState.RESTARTING
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
+        self._failing = None
         self.subtasks = {
             (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
         }
@@ -436,7 +439,14 @@ class JobMaster:
         self.subtasks[subtask] = state
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
         if state == SubtaskState.FAILED:
-            log.error("task %s failed: %s\n%s", name, message.error, message.trace or "")
+            if self._failing is not None:
+                # A consequence, not a cause: a lost TaskManager breaks its peers' data connections,
+                # and their tasks report that after the loss already failed the attempt.
+                log.warning(
+                    "task %s failed after the attempt did (%s): %s", name, self._failing, message.error
+                )
+            else:
+                log.error("task %s failed: %s\n%s", name, message.error, message.trace or "")
             self._fail_attempt(f"task {name} failed: {message.error}")
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
@@ -454,6 +464,8 @@ class JobMaster:
             self._fail_attempt(lost)
 
     def _fail_attempt(self, reason: str) -> None:
+        if self._failing is None:
+            self._failing = reason
         self._events.put_nowait(AttemptFailed(reason))
 
     # -- operations ---------------------------------------------------------------------------------
