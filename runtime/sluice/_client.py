@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
+import hmac
+import http.client
 import json
 import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
 from sluice._states import CheckpointStatus, JobState, StopMode
 from sluice._status import summary
-from sluice._tokens import ENV_VAR, find_token, token_dir
+from sluice._tokens import (
+    CHALLENGE_HEADER,
+    ENV_VAR,
+    endpoint,
+    find_token,
+    new_challenge,
+    token_dir,
+    token_proof,
+)
 
 POLL_S = 0.1
 
@@ -35,11 +45,57 @@ class Coordinator:
         token = args.token or os.environ.get(ENV_VAR, "").strip() or None
         coordinator = cls(args.address, token)
         if token is None:
-            # The health route is open in every auth mode; its job id names the token file of the user
-            # who started the job (sluice._tokens), so that user needs no --token.
-            with contextlib.suppress(ClientError, KeyError, TypeError):
-                coordinator._token = find_token(str(coordinator.request("GET", "/v1/health")["jobId"]))
+            coordinator._token = coordinator._stored_token()
         return coordinator
+
+    def _stored_token(self) -> str | None:
+        """The token this user stored for the job at the address, if that server proves it holds it.
+
+        The health route is open in every auth mode; its job id names the token file of the user who
+        started the job (sluice._tokens), so that user needs no --token. Whoever answers names the job,
+        though: the token goes only to a server that answered the challenge with it (`token_proof`).
+        """
+        nonce = new_challenge()
+        try:
+            health, server_endpoint = self._health(nonce)
+            job_id = str(health["jobId"])
+        except (ClientError, KeyError, TypeError):
+            return None
+        stored = find_token(job_id)
+        if stored is None:
+            return None
+        proof = health.get("tokenProof")
+        expected = token_proof(stored, bytes.fromhex(nonce), server_endpoint)
+        if isinstance(proof, str) and hmac.compare_digest(proof.encode(), expected.encode()):
+            return stored
+        print(
+            f"sluice: the server at {self.address} says it runs job {job_id!r} but did not prove it holds "
+            f"that job's stored token, so the token is not sent to it; pass --token if you trust it",
+            file=sys.stderr,
+        )
+        return None
+
+    def _health(self, nonce: str) -> tuple[Any, str]:
+        """GET /v1/health with a token challenge: the answer, and the address this end reached."""
+        url = urllib.parse.urlsplit(self.address)
+        kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        try:
+            connection = kind(url.hostname or "", url.port, timeout=30)
+            try:
+                connection.connect()
+                assert connection.sock is not None
+                reached = endpoint(connection.sock.getpeername())
+                connection.request(
+                    "GET", url.path.rstrip("/") + "/v1/health", headers={CHALLENGE_HEADER: nonce}
+                )
+                response = connection.getresponse()
+                if response.status != 200:
+                    raise ClientError(f"GET /v1/health: {response.status} {response.reason}")
+                return json.loads(response.read()), reached
+            finally:
+                connection.close()
+        except (OSError, ValueError, http.client.HTTPException) as err:
+            raise ClientError(f"cannot reach the coordinator at {self.address}: {err}") from err
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         headers = {"Content-Type": "application/json"}

@@ -120,6 +120,7 @@ class RestSettings:
     targets: SavepointTargets
     token_source: str  # for the start message: where the token came from
     store_token: bool  # a token made here: stored for the CLI of this user, removed at the end
+    allowed_hosts: tuple[str, ...] = ()  # host names a request may name besides loopback and the bind host
 
 
 def rest_settings(args: argparse.Namespace, config: JobConfig) -> RestSettings:
@@ -146,6 +147,7 @@ def rest_settings(args: argparse.Namespace, config: JobConfig) -> RestSettings:
         targets=SavepointTargets([config.savepoint_dir, config.checkpoint_dir, *args.savepoint_dir_allow]),
         token_source=source,
         store_token=store,
+        allowed_hosts=tuple(args.rest_allowed_host),
     )
 
 
@@ -241,7 +243,7 @@ def ending(result: JobResult, restore_failure: str | None = None) -> str:
 
 async def serve_job(job: JobMaster, rest: RestSettings, on_rest_url: Callable[[str], None]) -> JobResult:
     """Runs the job with its REST API (unless `rest.port` < 0) until the job ends; returns its result."""
-    api = RestApi(job, rest.auth, rest.targets)
+    api = RestApi(job, rest.auth, rest.targets, rest.allowed_hosts)
     stored: Path | None = None
     try:
         if rest.port >= 0:

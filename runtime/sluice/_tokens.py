@@ -5,12 +5,21 @@ user's state directory (XDG: `$XDG_STATE_HOME/sluice/rest-tokens/<job-id>`, by d
 `~/.local/state`); `sluice stop|savepoint|cancel|status` read it from there by the job id the coordinator
 reports. The directories are 0700 and the file 0600, so only that user (and root) can read it. The
 coordinator removes its file when it exits: the token is worth nothing once the REST API is gone.
+
+The job id comes from whatever answers at `--address`, so a stored token is sent only to a server that
+proved it knows it (`token_proof`): the CLI sends a fresh nonce in `CHALLENGE_HEADER` with its GET
+/v1/health, and the coordinator answers `HMAC(token, nonce | the address the connection reached)`. The
+address in the proof is the server's side of that very connection, so a fake server cannot pass on the
+challenge to the real coordinator and forward its answer: the real one would prove its own address, not
+the fake's. The token itself never goes to a server that has not proved it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
+import ipaddress
 import os
 import re
 import secrets
@@ -19,6 +28,9 @@ from pathlib import Path
 from sluice._private_dirs import private_directory
 
 ENV_VAR = "SLUICE_REST_TOKEN"
+CHALLENGE_HEADER = "X-Sluice-Token-Challenge"
+"""A hex nonce of `CHALLENGE_BYTES` bytes, sent with GET /v1/health; the answer carries `tokenProof`."""
+CHALLENGE_BYTES = 32
 
 # A job id is chosen by whoever starts the job (`--job-id`) and, on the client side, reported by a
 # server: as a file name it must not be able to leave the token directory.
@@ -91,3 +103,34 @@ def checked_token(token: str, source: str) -> str:
     if not _HEADER_SAFE.fullmatch(token):
         raise ValueError(f"{source} holds characters a bearer token cannot have (visible ASCII only)")
     return token
+
+
+def new_challenge() -> str:
+    return secrets.token_hex(CHALLENGE_BYTES)
+
+
+def parse_challenge(value: str) -> bytes | None:
+    """The nonce in a `CHALLENGE_HEADER` value, or None when it is not one."""
+    if len(value) != 2 * CHALLENGE_BYTES:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return None
+
+
+def endpoint(address: object) -> str:
+    """`ip:port` of a socket address, with an IPv4-mapped IPv6 address written as IPv4 (a dual-stack
+    listener sees 127.0.0.1 as ::ffff:127.0.0.1)."""
+    if not (isinstance(address, tuple) and len(address) >= 2):
+        return ""
+    ip = ipaddress.ip_address(str(address[0]).split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return f"{ip}:{int(address[1])}"
+
+
+def token_proof(token: str, nonce: bytes, server_endpoint: str) -> str:
+    """What a coordinator that holds `token` answers to `nonce` on a connection to `server_endpoint`."""
+    message = b"sluice-rest-token-proof-v1|" + nonce + b"|" + server_endpoint.encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()

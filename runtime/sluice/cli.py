@@ -164,6 +164,14 @@ def parser() -> argparse.ArgumentParser:
         "default: mutations on a loopback --rest-host, all on any other",
     )
     run.add_argument(
+        "--rest-allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name REST requests may carry in their Host header, besides loopback names, "
+        "--rest-host and IP addresses (DNS-rebinding protection); '*' allows any; repeatable",
+    )
+    run.add_argument(
         "--savepoint-dir-allow",
         action="append",
         default=[],

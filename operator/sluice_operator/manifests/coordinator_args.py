@@ -13,7 +13,7 @@ import re
 
 from sluice_operator.models import REST_PORT, Resources
 
-from ._common import taskmanager_prefix
+from ._common import rest_service_name, taskmanager_prefix
 from .hardening import SPARK_LOCAL_DIR
 from .run import Run
 from .secret import REST_TOKEN_FILE, SPARK_SECRET_FILE
@@ -72,6 +72,16 @@ _MEMORY_UNITS = {
 _QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
 
 
+def _rest_service_names(run: Run) -> list[str]:
+    service, namespace = rest_service_name(run.owner.name), run.owner.namespace
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
+
+
 def sluice_run_args(run: Run) -> list[str]:
     """Arguments after the entrypoint mode: `coordinator <these>` becomes `sluice run <these>`."""
     spec = run.spec
@@ -127,6 +137,9 @@ def sluice_run_args(run: Run) -> list[str]:
         REST_TOKEN_FILE,
         "--rest-auth",
         REST_AUTH,
+        # The names the operator (and anyone in the cluster) calls the REST Service by; a Host header
+        # naming anything else is refused (DNS rebinding).
+        *(a for name in _rest_service_names(run) for a in ("--rest-allowed-host", name)),
         "--host",
         "spark",
         "--master",

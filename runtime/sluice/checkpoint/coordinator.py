@@ -194,8 +194,15 @@ class CheckpointCoordinator:
 
     def _settled(self, future: asyncio.Future[Any]) -> None:
         self._settling.discard(future)
-        if not future.cancelled() and future.exception() is not None:
-            log.error("settling a checkpoint failed", exc_info=future.exception())
+        if future.cancelled() or future.exception() is None:
+            return
+        err = future.exception()
+        if isinstance(err, OSError):
+            # Storage trouble (no descriptor left, a vanished mount): the checkpoint has already failed
+            # with its reason; what is left of its files has no _metadata, so nothing restores from it.
+            log.warning("settling a failed checkpoint left files behind: %s", err)
+        else:
+            log.error("settling a checkpoint failed", exc_info=err)
 
     async def settle(self) -> None:
         """Waits until no checkpoint is being finalized or discarded."""

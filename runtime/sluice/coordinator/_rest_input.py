@@ -4,6 +4,7 @@ turned into a request the job master can act on. Nothing here touches the job.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import posixpath
 import re
@@ -17,6 +18,8 @@ from sluice._fs import normalize
 from sluice._states import StopMode
 
 MAX_BODY_BYTES = 64 * 1024
+BODY_TIMEOUT_S = 10.0
+"""How long a request body may take to arrive: a slow sender must not hold its connection open."""
 _SAVEPOINT_FIELDS = frozenset({"stop", "targetDirectory"})
 # Control characters have no business in a directory name; `::` chains fsspec file systems, so a target
 # "allowed-prefix/x::other://..." would write somewhere else than its prefix says.
@@ -38,11 +41,15 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     if request.content_length is not None and request.content_length > limit:
         raise BadRequest(f"the body is {request.content_length} bytes; at most {limit} are accepted")
     body = bytearray()
-    # Read in pieces so that a body without Content-Length (chunked) is cut off at the limit as well.
-    async for chunk in request.content.iter_chunked(16 * 1024):
-        body += chunk
-        if len(body) > limit:
-            raise BadRequest(f"the body is longer than {limit} bytes")
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_S):
+            # Read in pieces so that a body without Content-Length (chunked) is cut off at the limit too.
+            async for chunk in request.content.iter_chunked(16 * 1024):
+                body += chunk
+                if len(body) > limit:
+                    raise BadRequest(f"the body is longer than {limit} bytes")
+    except TimeoutError:
+        raise BadRequest(f"the body did not arrive within {BODY_TIMEOUT_S:g}s") from None
     if not body.strip():
         return {}
     try:

@@ -118,6 +118,8 @@ class JobMaster:
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
         self._failures = FailureLog()
         self.exceptions = self._failures.history
+        self._failing: str | None = None
+        """Why the current attempt failed, once something failed it (its end is then on its way)."""
         # cancel() or suspend(): how the job is asked to end, seen at every stage of an attempt.
         self._end_request: EndRequested | None = None
         self._end_requested = asyncio.Event()
@@ -284,6 +286,7 @@ class JobMaster:
             # Cancel or suspend asked for before this attempt's queue existed (at start-up, or between
             # a restart's delay and here): the new queue must not lose it.
             self._events.put_nowait(self._end_request)
+        self._failing = None
         self.subtasks = {
             (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
         }
@@ -291,7 +294,14 @@ class JobMaster:
         self.placement = placement(self.graph, self.config.taskmanagers)
         self.checkpoints.failures.reset()
         self._control.expect(self.config.taskmanagers, self.attempt)
-        await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
+        try:
+            await self.host.start(self.config.taskmanagers, self._control.launch(), self.attempt)
+        except OSError as err:
+            # Out of descriptors or processes (a flood of connections, say): the restart strategy
+            # decides, as for a lost TaskManager, instead of the coordinator dying with a traceback.
+            raise AttemptEnded(
+                AttemptFailed(f"starting TaskManagers failed: {type(err).__name__}: {err}")
+            ) from err
         lost = asyncio.ensure_future(self.host.wait_lost())
         try:
             await self._await_registration(lost)
@@ -442,7 +452,14 @@ class JobMaster:
         self.subtasks[subtask] = state
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
         if state == SubtaskState.FAILED:
-            self._failures.task_failed(name, message.error, message.trace)
+            if self._failing is not None:
+                # A consequence, not a cause: a lost TaskManager breaks its peers' data connections,
+                # and their tasks report that after the loss already failed the attempt.
+                log.warning(
+                    "task %s failed after the attempt did (%s): %s", name, self._failing, message.error
+                )
+            else:
+                self._failures.task_failed(name, message.error, message.trace)
             self._fail_attempt(f"task {name} failed: {message.error}")
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
@@ -460,6 +477,8 @@ class JobMaster:
             self._fail_attempt(lost)
 
     def _fail_attempt(self, reason: str) -> None:
+        if self._failing is None:
+            self._failing = reason
         self._events.put_nowait(AttemptFailed(reason))
 
     # -- operations ---------------------------------------------------------------------------------

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from sluice import _tokens
 from sluice._states import CheckpointStatus, StopMode
 from sluice.coordinator import dashboard
 from sluice.coordinator._prometheus import CONTENT_TYPE, PrometheusExporter
 from sluice.coordinator._rest_auth import RestAuth, auth_middleware
+from sluice.coordinator._rest_guard import ConnectionGuard
+from sluice.coordinator._rest_hosts import AllowedHosts, host_middleware
 from sluice.coordinator._rest_input import (
     BadRequest,
     SavepointRequest,
@@ -43,15 +47,27 @@ SAMPLE_S = 0.5
 
 
 class RestApi:
-    def __init__(self, job: JobMaster, auth: RestAuth, targets: SavepointTargets) -> None:
+    def __init__(
+        self, job: JobMaster, auth: RestAuth, targets: SavepointTargets, allowed_hosts: Iterable[str] = ()
+    ) -> None:
         self.job = job
+        self._auth = auth
         self.targets = targets
         self.savepoints: dict[str, SavepointEntry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.history = MetricsHistory()
         self._prometheus = PrometheusExporter(job, self.history)
         self._sampler: asyncio.Task[None] | None = None
-        self.app = web.Application(middlewares=[_bad_requests, _static_open(auth_middleware(auth))])
+        self.hosts = AllowedHosts(allowed_hosts)
+        self.guard = ConnectionGuard()
+        self.app = web.Application(
+            middlewares=[
+                self.guard.middleware(),
+                host_middleware(self.hosts),
+                _bad_requests,
+                _static_open(auth_middleware(auth)),
+            ]
+        )
         self.app.add_routes(
             [
                 *dashboard.routes(),
@@ -65,14 +81,20 @@ class RestApi:
             ]
         )
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
         self.url = ""
 
     async def start(self, host: str, port: int) -> str:
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server = self._runner.server
+        assert server is not None
+        # Not web.TCPSite: every connection goes through the guard (`_rest_guard`) first.
+        self._server = await asyncio.get_running_loop().create_server(
+            self.guard.wrapping(server), host or None, port, reuse_address=True
+        )
+        self.hosts.allow_bound(host)
+        bound = self._server.sockets[0].getsockname()[1]
         self.url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}"
         self._sampler = asyncio.create_task(self._sample())
         return self.url
@@ -80,6 +102,8 @@ class RestApi:
     async def stop(self) -> None:
         if self._sampler is not None:
             self._sampler.cancel()
+        if self._server is not None:
+            self._server.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -95,8 +119,20 @@ class RestApi:
 
     async def health(self, request: web.Request) -> web.Response:
         # The job id lets the job's own user's CLI pick the stored token (sluice._tokens); it is not a
-        # secret: it grants nothing.
-        return web.json_response({"ok": True, "jobId": self.job.config.job_id})
+        # secret: it grants nothing. The proof lets that CLI tell this coordinator from a fake one.
+        answer: dict[str, Any] = {"ok": True, "jobId": self.job.config.job_id}
+        challenge = request.headers.get(_tokens.CHALLENGE_HEADER)
+        if challenge is not None:
+            nonce = _tokens.parse_challenge(challenge)
+            if nonce is None:
+                return _error(
+                    400, f"{_tokens.CHALLENGE_HEADER} must be {_tokens.CHALLENGE_BYTES} bytes in hex"
+                )
+            here = _tokens.endpoint(
+                request.transport.get_extra_info("sockname") if request.transport else None
+            )
+            answer["tokenProof"] = _tokens.token_proof(self._auth.token, nonce, here)
+        return web.json_response(answer)
 
     async def get_job(self, request: web.Request) -> web.Response:
         self.history.ingest(self.job.metrics)

@@ -2,7 +2,7 @@
 
 `Wire` bundles what both ends of a job's internal connections share: the job secret, the frame size
 limit and, with `--internal-tls`, the TLS contexts. Handlers given to `serve` see a connection only
-after the peer authenticated; peers that fail are logged and disconnected.
+after the peer authenticated; peers that fail are disconnected, and logged at a bounded rate.
 """
 
 from __future__ import annotations
@@ -10,18 +10,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from sluice.transport import handshake
+from sluice.transport._admission import Admission, RefusalLog
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch, TlsMaterial
 
 log = logging.getLogger(__name__)
 
-MAX_PENDING_HANDSHAKES = 64
-"""Connections that may be in their handshake at once, per listening port."""
+OPEN_RETRY_S = 30.0
+"""How long a job peer keeps trying to connect while its handshakes are cut short."""
+_FIRST_RETRY_S = 0.05
+_MAX_RETRY_S = 2.0
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -47,8 +51,15 @@ class Wire:
         return cls.build(launch.secret, launch.max_frame_bytes, launch.tls)
 
     async def serve(self, handler: Handler, host: str, purpose: bytes) -> asyncio.Server:
-        """Listens on `host` (a free port); `handler` runs for each peer that authenticated."""
-        pending = 0
+        """Listens on `host` (a free port); `handler` runs for each peer that authenticated.
+
+        Accepted connections are pending until they authenticated, TLS handshake included, and the
+        pending ones are bounded (`sluice.transport._admission`): a flood of silent connections costs
+        a bounded number of file descriptors and cannot keep the job's own peers out.
+        """
+        admission = Admission()
+        refusals = RefusalLog(log)
+        what = purpose.decode()
 
         async def quietly(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
@@ -61,60 +72,98 @@ class Wire:
                 writer.close()
 
         async def authenticated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            nonlocal pending
             peer = writer.get_extra_info("peername")
-            if pending >= MAX_PENDING_HANDSHAKES:
-                # A flood of connections that never finish the handshake must not use up the file
-                # descriptors the job's own peers need; real peers finish theirs in milliseconds.
-                log.warning(
-                    "refused a %s connection from %s: too many handshakes pending", purpose.decode(), peer
-                )
-                writer.close()
-                return
-            pending += 1
+            # The socket's own transport: aborting it also ends a TLS layer started on top of it.
+            raw = writer.transport
+            pending = admission.admit(_address(peer), raw.abort)
             try:
+                if self.server_tls is not None:
+                    await writer.start_tls(self.server_tls, ssl_handshake_timeout=self.handshake_timeout_s)
                 await handshake.accept(reader, writer, self.secret, purpose, self.handshake_timeout_s)
-            except (handshake.AuthenticationFailed, ConnectionError, ssl.SSLError) as err:
-                log.warning("refused a %s connection from %s: %s", purpose.decode(), peer, err)
+            except (handshake.AuthenticationFailed, OSError, ssl.SSLError, TimeoutError) as err:
+                refusals.refused(what, peer, str(err) or type(err).__name__)
                 writer.close()
                 return
             finally:
-                pending -= 1
+                pending.release()
             _keep_alive(writer)
             await handler(reader, writer)
 
-        return await asyncio.start_server(
-            quietly,
-            host,
-            0,
-            ssl=self.server_tls,
-            ssl_handshake_timeout=self.handshake_timeout_s if self.server_tls else None,
-        )
+        # TLS starts inside `authenticated`, once admitted, so that it counts against the same bound.
+        return await asyncio.start_server(quietly, host, 0)
 
     async def open(
+        self, host: str, port: int, purpose: bytes, retry_s: float = OPEN_RETRY_S
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to a job peer that proved it holds the secret (else `AuthenticationFailed`).
+
+        A handshake cut short (the listener dropped this connection to make room during a flood, or it
+        stalled) is tried again with jittered exponential back-off for up to `retry_s`; a refusal, a
+        wrong proof or a certificate that is not the job's fails at once.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + retry_s
+        delay = _FIRST_RETRY_S
+        while True:
+            try:
+                return await self._open_once(host, port, purpose)
+            except handshake.HandshakeCut as cut:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise handshake.HandshakeCut(f"{cut} (tried for {retry_s:g}s)") from None
+                log.debug(
+                    "%s connection to %s:%d cut short (%s); trying again", purpose.decode(), host, port, cut
+                )
+                await asyncio.sleep(min(left, random.uniform(0, delay)))
+                delay = min(delay * 2, _MAX_RETRY_S)
+
+    async def _open_once(
         self, host: str, port: int, purpose: bytes
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """A connection to a job peer that proved it holds the secret (else `AuthenticationFailed`)."""
+        timeout_s = self.handshake_timeout_s
         try:
-            reader, writer = await asyncio.open_connection(
-                host,
-                port,
-                ssl=self.client_tls,
-                ssl_handshake_timeout=self.handshake_timeout_s if self.client_tls else None,
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    host,
+                    port,
+                    ssl=self.client_tls,
+                    ssl_handshake_timeout=timeout_s if self.client_tls else None,
+                ),
+                # The connect itself too: a flooded listener's full accept queue drops SYNs silently.
+                timeout_s * 2 if self.client_tls else timeout_s,
             )
-        except ssl.SSLError as err:
+        except TimeoutError:
+            raise handshake.HandshakeCut(f"connecting to {host}:{port} took over {timeout_s:g}s") from None
+        except ssl.SSLCertVerificationError as err:
             raise handshake.AuthenticationFailed(
                 f"TLS with {host}:{port} failed (is it serving this job's certificate?): {err}"
             ) from None
+        except (ssl.SSLError, ConnectionResetError, ConnectionAbortedError) as err:
+            # Not a certificate the job refuses: the connection ended during TLS (dropped to make room).
+            raise handshake.HandshakeCut(f"TLS with {host}:{port} was cut short: {err}") from None
         try:
-            await handshake.connect(reader, writer, self.secret, purpose, self.handshake_timeout_s)
+            await handshake.connect(reader, writer, self.secret, purpose, timeout_s)
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError) as err:
+            await _discard(writer)
+            raise handshake.HandshakeCut(
+                f"the connection to {host}:{port} broke during the handshake: {err}"
+            ) from None
         except BaseException:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await _discard(writer)
             raise
         _keep_alive(writer)
         return reader, writer
+
+
+async def _discard(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+
+
+def _address(peer: object) -> str:
+    """The peer's IP address, which its pending connections are counted under."""
+    return str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
 
 
 def _keep_alive(writer: asyncio.StreamWriter) -> None:

@@ -47,6 +47,14 @@ def test_sluice_run_args_follow_the_cli_contract() -> None:
     assert flags["--checkpoint-interval"] == ["10s"]
     assert flags["--rest-port"] == ["8081"]
     assert flags["--rest-host"] == ["0.0.0.0"]
+    # The Service's names, as the operator's own URL (dashboard_url) uses them.
+    assert flags["--rest-allowed-host"] == [
+        "counts-rest",
+        "counts-rest.jobs",
+        "counts-rest.jobs.svc",
+        "counts-rest.jobs.svc.cluster.local",
+    ]
+    assert m.dashboard_url(OWNER).split("//")[1].split(":")[0] in flags["--rest-allowed-host"]
     assert flags["--host"] == ["spark"]
     assert flags["--master"] == ["k8s://https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"]
     assert "--from-savepoint" not in flags

@@ -19,7 +19,7 @@ import pytest
 from sluice._states import StopMode, SubtaskState
 from sluice.coordinator.control import TO_COORDINATOR
 from sluice.transport.framing import FrameTooLarge, frame, read_payload
-from sluice.transport.handshake import CONTROL, DATA, AuthenticationFailed
+from sluice.transport.handshake import CONTROL, DATA, REFUSED, AuthenticationFailed
 from sluice.transport.messages import (
     TO_TASKMANAGER,
     Abort,
@@ -181,7 +181,9 @@ def test_raw_attacks_on_a_port_run_nothing_and_allocate_nothing(tmp_path: Path, 
     received, answer = _run(scenario())
     assert received == []
     assert not marker.exists(), "the pickle was never loaded"
-    assert answer.startswith(b"SLUICE") and len(answer) == 40
+    assert answer.startswith(b"SLUICE") and len(answer) >= 40
+    # After the challenge, at most the refusal of a wrong proof: never anything the attacker sent.
+    assert answer[40:] in (b"", REFUSED)
 
 
 def test_an_authenticated_peer_announcing_a_huge_frame_is_cut_off_before_allocation() -> None:
@@ -361,31 +363,3 @@ def test_tls_carries_the_handshake_and_refuses_another_jobs_certificate() -> Non
             server.close()
 
     assert _run(scenario()) == b"over tls"
-
-
-def test_a_flood_of_silent_connections_is_capped_and_the_port_recovers() -> None:
-    from sluice.transport.wire import MAX_PENDING_HANDSHAKES
-
-    async def scenario() -> tuple[bytes, bytes]:
-        wire = Wire(JobSecret.generate(), handshake_timeout_s=0.5)
-        server = await wire.serve(_Echo(wire), "127.0.0.1", DATA)
-        port = server.sockets[0].getsockname()[1]
-        silent = [await asyncio.open_connection("127.0.0.1", port) for _ in range(MAX_PENDING_HANDSHAKES)]
-        for reader, _ in silent:
-            await reader.readexactly(40)  # each got its challenge: each is pending
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        refused = await asyncio.wait_for(reader.read(), 5)
-        writer.close()
-        await asyncio.sleep(0.8)  # the silent ones time out
-        peer_reader, peer_writer = await wire.open("127.0.0.1", port, DATA)
-        peer_writer.write(frame(b"still serving", wire.max_frame_bytes))
-        answer = await read_payload(peer_reader, wire.max_frame_bytes)
-        for _, w in silent:
-            w.close()
-        peer_writer.close()
-        server.close()
-        return refused, answer
-
-    refused, answer = _run(scenario())
-    assert refused == b"", "over the cap a connection is closed without a challenge"
-    assert answer == b"still serving"
