@@ -247,7 +247,7 @@ class JobMaster:
     async def _restore_point(self, previous: str | None) -> str | None:
         """The latest completed checkpoint in storage, else what the previous attempt restored."""
         try:
-            return await asyncio.to_thread(self.storage.latest_completed) or previous
+            found = await asyncio.to_thread(self.storage.latest_completed)
         except NoRestorableCheckpoint as err:
             raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from err
         except Exception as err:
@@ -256,6 +256,19 @@ class JobMaster:
                     f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
                 )
             ) from err
+        known = self.checkpoints.latest
+        if found is None and known is not None:
+            # Storage lists nothing, yet this run completed a checkpoint there (a directory moved away
+            # for a while, a store that answers a listing from a stale or empty view). Starting from
+            # the previous restore point, or from the beginning, would have the two-phase-commit sinks
+            # commit output a second time: wait for storage instead, as for a listing that failed.
+            raise AttemptEnded(
+                RestoreFailed(
+                    f"listing checkpoints in {self.storage.job_dir} found none, though checkpoint "
+                    f"{known.checkpoint_id} of this run completed at {known.path}"
+                )
+            )
+        return found or previous
 
     async def _attempt(self, restore: str | None) -> NoReturn:
         """Runs one attempt; it ends by raising AttemptEnded."""
