@@ -107,6 +107,20 @@ def parser() -> argparse.ArgumentParser:
         "--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from"
     )
     run.add_argument("--allow-non-restored-state", action="store_true")
+    run.add_argument(
+        "--trust-savepoint",
+        action="store_true",
+        help="restore --from-savepoint even when its _metadata was not authenticated with this "
+        "deployment's state key (a savepoint of another deployment, or one written before MACs); "
+        "logged. Never applies to the job's own checkpoints",
+    )
+    run.add_argument(
+        "--state-key-file",
+        default=None,
+        metavar="FILE",
+        help="the deployment's key that authenticates checkpoints and savepoints; else "
+        "$SLUICE_STATE_KEY_FILE, else ~/.config/sluice/state.key (made on first use)",
+    )
     run.add_argument("--job-id", default=None)
     run.add_argument("--rest-port", type=int, default=8081, help="0 picks a free port")
     run.add_argument("--rest-host", default="127.0.0.1")

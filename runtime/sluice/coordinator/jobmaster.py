@@ -31,6 +31,7 @@ from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinato
 from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
+from sluice.checkpoint.state_key import StateKey, load_state_key
 from sluice.checkpoint.storage import CheckpointStorage, NoRestorableCheckpoint, read_metadata
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
@@ -82,6 +83,12 @@ class JobConfig:
     internal_tls: bool = False
     """TLS on control and data connections, with a certificate authority made for the job."""
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    state_key: StateKey | None = None
+    """Authenticates the `_metadata` of checkpoints and savepoints; None: the user's key file
+    (`sluice.checkpoint.state_key.load_state_key`)."""
+    trust_savepoint: bool = False
+    """`from_savepoint` is restored even when its `_metadata` was not made with this deployment's key
+    (another deployment's savepoint, or one from before MACs). Never the job's own checkpoints."""
 
 
 def _final_completed(decider: TriggerDecider, done: asyncio.Future[CheckpointMetadata]) -> None:
@@ -95,7 +102,8 @@ class JobMaster:
         self.graph = graph
         self.config = config
         self.host = host
-        self.storage = CheckpointStorage(config.checkpoint_dir, config.job_id)
+        key = config.state_key or load_state_key()
+        self.storage = CheckpointStorage(config.checkpoint_dir, config.job_id, key)
         self.state: JobState = JobState.CREATED
         self.attempt = 0
         self.restarts = 0
@@ -263,7 +271,8 @@ class JobMaster:
         metadata = None
         if restore is not None:
             try:
-                metadata = await asyncio.to_thread(read_metadata, restore)
+                trust = self.config.trust_savepoint and restore == self.config.from_savepoint
+                metadata = await asyncio.to_thread(read_metadata, restore, self.storage.key, trust=trust)
             except FileNotFoundError:
                 if restore == self.config.from_savepoint:
                     raise  # the user's savepoint is not there: a usage error, not a failure to retry
@@ -333,6 +342,7 @@ class JobMaster:
                     placement=self.placement,
                     taskmanagers=addresses,
                     restore=metadata.location if metadata else None,
+                    restore_digest=metadata.digest if metadata else None,
                     attempt_token=self._attempt_token,
                     wait_for_final_checkpoint=self.config.checkpoints.after_tasks_finish,
                 )

@@ -70,6 +70,9 @@ class Deploy:
     restore: str | None
     attempt_token: str
     wait_for_final_checkpoint: bool
+    restore_digest: str | None = None
+    """The SHA-256 of the `_metadata` at `restore` that the coordinator authenticated: TaskManagers
+    hold no state key, and read only that file."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +86,7 @@ class Deploy:
             "restore": self.restore,
             "attemptToken": self.attempt_token,
             "waitForFinalCheckpoint": self.wait_for_final_checkpoint,
+            "restoreDigest": self.restore_digest,
         }
 
     @staticmethod
@@ -110,6 +114,7 @@ class Deploy:
             restore=fields.optional_text("restore"),
             attempt_token=fields.text("attemptToken"),
             wait_for_final_checkpoint=fields.flag("waitForFinalCheckpoint"),
+            restore_digest=fields.optional_text("restoreDigest"),
         )
 
 
