@@ -23,6 +23,7 @@ from sluice._states import JobState
 from sluice._status import duration, rate
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
+from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.state_key import StateKey, StateKeyError, load_state_key
 from sluice.checkpoint.storage import job_directory
 from sluice.coordinator._rest_auth import RestAuth, is_loopback
@@ -171,7 +172,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     job = JobMaster(graph, config, hosting.host)
     try:
         result = asyncio.run(_run(job, args, rest, started))
-    except (RestoreRefused, FileNotFoundError) as err:
+    except (RestoreRefused, FileNotFoundError, IntegrityError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
     finally:

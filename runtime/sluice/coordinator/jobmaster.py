@@ -29,6 +29,7 @@ from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode,
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
 from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
+from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.state_key import StateKey, load_state_key
@@ -277,6 +278,10 @@ class JobMaster:
                 if restore == self.config.from_savepoint:
                     raise  # the user's savepoint is not there: a usage error, not a failure to retry
                 raise AttemptEnded(AttemptFailed(f"checkpoint {restore} is gone")) from None
+            except IntegrityError as err:
+                if restore == self.config.from_savepoint:
+                    raise  # not authentic: the user decides (--trust-savepoint), no retry changes it
+                raise AttemptEnded(AttemptFailed(str(err))) from None
             except Exception as err:
                 # Storage down or answering errors: the restart strategy decides, as for a lost task.
                 raise AttemptEnded(
