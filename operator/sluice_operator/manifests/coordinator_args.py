@@ -16,7 +16,7 @@ from sluice_operator.models import REST_PORT, Resources
 from ._common import taskmanager_prefix
 from .hardening import SPARK_LOCAL_DIR
 from .run import Run
-from .secret import REST_TOKEN_FILE, SPARK_SECRET_FILE
+from .secret import REST_TOKEN_FILE, SPARK_SECRET_FILE, STATE_KEY_FILE
 
 TASKMANAGER_TEMPLATE_DIR = "/etc/sluice"
 TASKMANAGER_TEMPLATE_FILE = "taskmanager-pod.yaml"
@@ -127,6 +127,8 @@ def sluice_run_args(run: Run) -> list[str]:
         REST_TOKEN_FILE,
         "--rest-auth",
         REST_AUTH,
+        "--state-key-file",
+        STATE_KEY_FILE,
         "--host",
         "spark",
         "--master",
@@ -136,6 +138,8 @@ def sluice_run_args(run: Run) -> list[str]:
         args += ["--from-savepoint", run.restore_from]
         if spec.allow_non_restored_state:
             args.append("--allow-non-restored-state")
+        if spec.trust_savepoint:
+            args.append("--trust-savepoint")
     if not spec.checkpoints.after_tasks_finish:
         args.append("--no-checkpoints-after-tasks-finish")
     for key, value in spark_conf(run).items():

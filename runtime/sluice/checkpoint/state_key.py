@@ -83,6 +83,18 @@ def _create(path: Path) -> None:
         out.write(secrets.token_hex(KEY_BYTES) + "\n")
 
 
+def _private(info: os.stat_result) -> bool:
+    """A regular file nobody else can write, and, when it is the user's own, nobody else can read.
+
+    A file of root's is an administrator's or a Kubernetes Secret's (mounted read-only into this pod
+    alone, readable so that the image's non-root user can read it); any other owner could have chosen
+    the key.
+    """
+    if not stat.S_ISREG(info.st_mode) or info.st_uid not in (os.getuid(), 0) or info.st_mode & 0o022:
+        return False
+    return info.st_uid != os.getuid() or not info.st_mode & 0o077
+
+
 def _read(path: Path) -> StateKey:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -97,11 +109,10 @@ def _read(path: Path) -> StateKey:
         ) from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        # Root owns a Kubernetes Secret's files; any other owner could have chosen the key.
-        if not stat.S_ISREG(info.st_mode) or info.st_uid not in (os.getuid(), 0) or info.st_mode & 0o026:
+        if not _private(info):
             raise StateKeyError(
                 f"the state key file {path} must be a regular file of yours that other users can neither "
-                f"read nor write: fix it with `chmod 600 {path}`"
+                f"read nor write (or root's that they cannot write): fix it with `chmod 600 {path}`"
             )
         text = handle.read(4 * KEY_BYTES + 2).strip()
     try:
