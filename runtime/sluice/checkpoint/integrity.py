@@ -70,6 +70,10 @@ def verdict(document: dict[str, Any], key: StateKey) -> Verdict:
     ):
         return Verdict.TAMPERED
     body = {k: v for k, v in document.items() if k != INTEGRITY_FIELD}
-    if key.verifies(canonical(body), mark["mac"]):
+    try:
+        signed = canonical(body)
+    except (ValueError, RecursionError):  # NaN or infinity: nothing Sluice writes
+        return Verdict.TAMPERED
+    if key.verifies(signed, mark["mac"]):
         return Verdict.VALID
     return Verdict.TAMPERED if mark.get("keyId") == key.key_id else Verdict.OTHER_KEY

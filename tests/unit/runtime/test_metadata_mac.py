@@ -51,6 +51,11 @@ def test_any_change_is_tampering_and_another_key_is_told_apart() -> None:
     )
 
 
+def test_a_value_no_writer_makes_is_tampering_not_a_crash() -> None:
+    sealed = seal(DOCUMENT, KEY)
+    assert verdict({**sealed, "checkpointId": float("nan")}, KEY) is Verdict.TAMPERED
+
+
 def test_the_key_id_names_the_key_without_revealing_it() -> None:
     assert KEY.key_id == StateKey(bytes(range(32))).key_id != StateKey(b"y" * 32).key_id
     assert bytes(range(32)).hex()[:16] not in KEY.key_id
