@@ -62,7 +62,7 @@ def load_state_key(path: str | None = None) -> StateKey:
     _private_directory(default.parent)
     with contextlib.suppress(FileExistsError):
         _create(default)
-    return _read(default)
+    return _read(default, made_here=True)
 
 
 def _private_directory(directory: Path) -> None:
@@ -83,19 +83,21 @@ def _create(path: Path) -> None:
         out.write(secrets.token_hex(KEY_BYTES) + "\n")
 
 
-def _private(info: os.stat_result) -> bool:
-    """A regular file nobody else can write, and, when it is the user's own, nobody else can read.
+def _private(info: os.stat_result, made_here: bool) -> bool:
+    """A regular file nobody else can write and, unless it is root's, nobody else can read.
 
-    A file of root's is an administrator's or a Kubernetes Secret's (mounted read-only into this pod
-    alone, readable so that the image's non-root user can read it); any other owner could have chosen
-    the key.
+    A key file given explicitly and owned by root is an administrator's or a Kubernetes Secret's
+    (mounted read-only into this pod alone, readable so that the image's non-root user can read it). Any
+    other owner than the user could have chosen the key.
     """
     if not stat.S_ISREG(info.st_mode) or info.st_uid not in (os.getuid(), 0) or info.st_mode & 0o022:
         return False
-    return info.st_uid != os.getuid() or not info.st_mode & 0o077
+    if info.st_uid == 0 and not made_here:
+        return True
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
-def _read(path: Path) -> StateKey:
+def _read(path: Path, made_here: bool = False) -> StateKey:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
@@ -109,7 +111,7 @@ def _read(path: Path) -> StateKey:
         ) from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        if not _private(info):
+        if not _private(info, made_here):
             raise StateKeyError(
                 f"the state key file {path} must be a regular file of yours that other users can neither "
                 f"read nor write (or root's that they cannot write): fix it with `chmod 600 {path}`"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sluice.checkpoint.integrity import ALGORITHM, Verdict, canonical, seal, verdict
-from sluice.checkpoint.state_key import KEY_FILE_ENV, StateKey, StateKeyError, load_state_key
+from sluice.checkpoint.state_key import KEY_FILE_ENV, StateKey, StateKeyError, _private, load_state_key
 from sluice.state.stored_files import DigestingWriter, sha256
 
 KEY = StateKey(bytes(range(32)))
@@ -83,14 +83,49 @@ def test_the_default_key_file_is_made_private_once_and_then_reused(
     assert len(first.secret) == 32
 
 
-def test_a_key_file_others_can_read_is_refused_saying_how_to_fix_it(tmp_path: Path) -> None:
-    path = tmp_path / "state.key"
-    path.write_text("ab" * 32)
+def test_the_default_key_file_made_readable_by_others_is_refused_saying_how_to_fix_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv(KEY_FILE_ENV, raising=False)
+    first = load_state_key()
+    path = tmp_path / "sluice" / "state.key"
     path.chmod(0o644)
     with pytest.raises(StateKeyError, match=r"chmod 600"):
-        load_state_key(str(path))
+        load_state_key()
     path.chmod(0o600)
-    assert load_state_key(str(path)).secret == bytes.fromhex("ab" * 32)
+    assert load_state_key() == first
+
+
+ME, ROOT, OTHER = 1000, 0, 1001
+
+
+@pytest.mark.parametrize(
+    ("owner", "mode", "made_here", "ok"),
+    [
+        (ME, 0o600, True, True),
+        (ME, 0o600, False, True),
+        (ME, 0o640, False, False),  # the user's own file: nobody else may read it
+        (ME, 0o644, True, False),
+        (ME, 0o620, False, False),
+        (ROOT, 0o444, False, True),  # a Kubernetes Secret mount, or an administrator's file
+        (ROOT, 0o644, False, True),
+        (ROOT, 0o666, False, False),  # others could choose the key
+        (ROOT, 0o444, True, False),  # where Sluice makes the user's key, root's file is not it
+        (OTHER, 0o600, False, False),
+    ],
+)
+def test_which_key_files_are_private_enough(
+    owner: int, mode: int, made_here: bool, ok: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "getuid", lambda: ME)
+    info = os.stat_result((stat.S_IFREG | mode, 1, 1, 1, owner, owner, 64, 0, 0, 0))
+    assert _private(info, made_here) is ok
+
+
+def test_a_key_file_that_is_no_regular_file_is_refused() -> None:
+    info = os.stat_result((stat.S_IFIFO | 0o600, 1, 1, 1, os.getuid(), 0, 0, 0, 0, 0))
+    assert not _private(info, made_here=False)
 
 
 def test_a_symlinked_missing_or_short_key_file_is_refused(
