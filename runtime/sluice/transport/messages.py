@@ -75,7 +75,7 @@ class Deploy:
     hold no state key, and read only that file."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "type": self.TYPE,
             "attempt": self.attempt,
             "jobId": self.job_id,
@@ -86,8 +86,10 @@ class Deploy:
             "restore": self.restore,
             "attemptToken": self.attempt_token,
             "waitForFinalCheckpoint": self.wait_for_final_checkpoint,
-            "restoreDigest": self.restore_digest,
         }
+        if self.restore_digest is not None:
+            out["restoreDigest"] = self.restore_digest
+        return out
 
     @staticmethod
     def from_fields(fields: Fields) -> Deploy:
