@@ -122,7 +122,8 @@ def write_state_file(location: str, name: str, data: bytes) -> tuple[int, str]:
 
 def read_state_file(location: str, name: str, digest: str | None) -> bytes:
     """A state file's bytes, once they matched the digest `_metadata` recorded (`stored_files`)."""
-    return read_verified(join(location, name), digest, name)
+    uri = join(location, name)
+    return read_verified(uri, digest, uri)
 
 
 def exists(uri: str) -> bool:
@@ -192,7 +193,7 @@ def read_pinned_metadata(location: str, digest: str) -> CheckpointMetadata:
     """The `_metadata` at `location` whose bytes have the SHA-256 `digest`: the one the coordinator
     checked and restores (TaskManagers hold no key; they read the very file the coordinator accepted)."""
     uri = normalize(location)
-    payload = read_verified(join(uri, METADATA), digest, METADATA)
+    payload = read_verified(join(uri, METADATA), digest, join(uri, METADATA))
     metadata = CheckpointMetadata.from_json(payload, location=uri)
     return dataclasses.replace(metadata, digest=digest)
 

@@ -122,8 +122,7 @@ def dump(out: Batched, frame: Any) -> int:
 
 def read_frames(uri: str, sha256: str | None) -> Iterator[Frame]:
     """The frames of the file at `uri`, once all of it matched `sha256` (`stored_files.open_verified`)."""
-    shown = "/".join(uri.rsplit("/", 2)[-2:])
-    with open_verified(uri, sha256, shown) as handle:
+    with open_verified(uri, sha256, uri) as handle:
         head = pickle.load(handle)
         if not isinstance(head, dict) or head.get("format") != FORMAT:
             raise ValueError(f"{uri} is not a Sluice keyed state file")
