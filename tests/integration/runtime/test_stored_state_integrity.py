@@ -3,6 +3,7 @@ or one authenticated with another key, is refused, and the other key's one only 
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import secrets
@@ -107,3 +108,24 @@ def test_a_savepoint_of_another_key_needs_trust_savepoint_and_says_so(tmp_path: 
         assert "--trust-savepoint says it comes from a source you trust" in trusted.stderr
     finally:
         trusted.kill()
+
+
+def test_the_jobs_own_checkpoint_with_an_edited_metadata_is_never_restored_even_when_trusting(
+    tmp_path: Path,
+) -> None:
+    key = key_file(tmp_path / "config" / "state.key")
+    options = (*job_options(tmp_path, key, "out"), "--job-id", "orders")
+    job = SluiceJob(UNBOUNDED, *options)
+    try:
+        job.wait_checkpoints(1)
+    finally:
+        job.kill()  # SIGTERM: suspended, its checkpoint kept for the next `sluice run --job-id orders`
+    (metadata,) = (tmp_path / "chk" / "orders").glob("chk-*/_metadata")
+    document = json.loads(metadata.read_text())
+    document["timestamp"] += 1  # any change: the MAC covers every field
+    metadata.write_text(json.dumps(document))
+
+    resumed = run_job(UNBOUNDED, *options, "--trust-savepoint", timeout=120)
+    assert resumed.returncode == 1, resumed.stderr
+    assert "changed after it was written" in resumed.stderr, resumed.stderr
+    assert "no retained checkpoint of job orders can be restored" in resumed.stderr, resumed.stderr
