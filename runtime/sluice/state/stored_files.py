@@ -5,7 +5,7 @@ What vouches for the digest is the `_metadata` that records it, authenticated by
 key (`sluice.checkpoint.integrity`).
 
 On local storage a state file is opened without following symlinks, must belong to this user and not
-be writable by anyone else, and is checked and then unpickled through the same open file: neither a
+be writable by all users, and is checked and then unpickled through the same open file: neither a
 symlink nor a swap between checking and reading gets past. From object stores it is copied into an
 anonymous temporary file while hashed, and read from that copy.
 """
@@ -105,7 +105,8 @@ def _open_local(path: str, shown: str) -> BinaryIO:
     if not stat.S_ISREG(info.st_mode):
         problem = "is not a regular file"
     elif info.st_uid != os.getuid() or info.st_mode & 0o002:
-        # Its owner, or anyone, could change it between the check and the read.
+        # Its owner, or anyone, could change it between the check and the read. (Group write is left
+        # alone: with a group per user, as many systems make files, the group is the user.)
         problem = "belongs to another user or is writable by anyone"
     if problem is not None:
         handle.close()
