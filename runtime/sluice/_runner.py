@@ -25,7 +25,9 @@ from sluice._status import duration, rate
 from sluice._summary import run_summary
 from sluice.api.environment import StreamEnvironment
 from sluice.checkpoint.coordinator import CheckpointConfig
-from sluice.checkpoint.storage import CheckpointStorage
+from sluice.checkpoint.integrity import IntegrityError
+from sluice.checkpoint.state_key import StateKey, StateKeyError, load_state_key
+from sluice.checkpoint.storage import job_directory
 from sluice.coordinator._rest_auth import RestAuth, is_loopback
 from sluice.coordinator._rest_input import SavepointTargets
 from sluice.coordinator.jobmaster import JobConfig, JobMaster
@@ -106,8 +108,17 @@ def job_from_args(
         internal_tls=args.internal_tls,
         max_frame_bytes=args.max_frame_size,
         heartbeat_timeout_s=args.heartbeat_timeout,
+        state_key=_state_key(args.state_key_file),
+        trust_savepoint=args.trust_savepoint,
     )
     return graph, config
+
+
+def _state_key(path: str | None) -> StateKey:
+    try:
+        return load_state_key(path)
+    except (StateKeyError, OSError) as err:
+        raise UsageError(str(err)) from err
 
 
 @dataclass(frozen=True)
@@ -167,7 +178,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         graph, config = job_from_args(args, default_checkpoint_dir)
         # A coordinator started again for a job that has ended (its pod restarted, say) must not run it a
         # second time, nor start a Spark driver just to find that out.
-        ended = read_result(CheckpointStorage(config.checkpoint_dir, config.job_id).job_dir)
+        ended = read_result(job_directory(config.checkpoint_dir, config.job_id))
         if ended is not None:
             start_from = (
                 f"; a new job (another --job-id) starts from its last retained checkpoint with "
@@ -194,7 +205,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     job.on_restore = lambda restored: _say(f"job {config.job_id}: {restored.describe()}")
     try:
         result = asyncio.run(_run(job, args, rest, started))
-    except (RestoreRefused, FileNotFoundError) as err:
+    except (RestoreRefused, FileNotFoundError, IntegrityError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
     finally:

@@ -73,8 +73,10 @@ def _port(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port: give 1 to 65535, or 0 to pick a free one")
+    if not -1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{value} is not a port: give 1 to 65535, 0 to pick a free one, or -1 to serve no REST API"
+        )
     return value
 
 
@@ -83,6 +85,72 @@ def _interval(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: the checkpoint interval must be longer than 0")
     return value
+
+
+def _restore_arguments(run: argparse.ArgumentParser) -> None:
+    """Where a run starts from, and what it accepts there."""
+    run.add_argument(
+        "--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from"
+    )
+    run.add_argument(
+        "--allow-non-restored-state",
+        action="store_true",
+        help="drop (and name) the state of operators the job no longer has, instead of refusing it",
+    )
+    run.add_argument(
+        "--trust-savepoint",
+        action="store_true",
+        help="restore --from-savepoint even when its _metadata was not authenticated with this "
+        "deployment's state key (a savepoint of another deployment, or one written before MACs); "
+        "logged. Never applies to the job's own checkpoints",
+    )
+    run.add_argument(
+        "--state-key-file",
+        default=None,
+        metavar="FILE",
+        help="the deployment's key that authenticates checkpoints and savepoints; else "
+        "$SLUICE_STATE_KEY_FILE, else ~/.config/sluice/state.key (made on first use)",
+    )
+
+
+def _rest_arguments(run: argparse.ArgumentParser) -> None:
+    """The coordinator's REST API: where it listens, who may call it, where it may write savepoints."""
+    run.add_argument(
+        "--rest-port",
+        type=_port,
+        default=8081,
+        help="0 picks a free port, -1 serves no REST API; default 8081",
+    )
+    run.add_argument("--rest-host", default="127.0.0.1", help="default 127.0.0.1")
+    run.add_argument(
+        "--rest-token-file",
+        default=None,
+        metavar="FILE",
+        help=f"the REST API's bearer token; else ${ENV_VAR}, else a new one stored for this user",
+    )
+    run.add_argument(
+        "--rest-auth",
+        choices=["mutations", "all"],
+        default=None,
+        help="which requests need the token: those that change the job, or all but /v1/health; "
+        "default: mutations on a loopback --rest-host, all on any other",
+    )
+    run.add_argument(
+        "--rest-allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name REST requests may carry in their Host header, besides loopback names, "
+        "--rest-host and IP addresses (DNS-rebinding protection); '*' allows any; repeatable",
+    )
+    run.add_argument(
+        "--savepoint-dir-allow",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="a directory REST savepoint requests may target, besides the job's savepoint and checkpoint "
+        "directories; repeatable",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,48 +205,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--savepoint-dir", default=None, help="URI; default: <checkpoint-dir>/savepoints (printed)"
     )
-    run.add_argument(
-        "--from-savepoint", default=None, help="a savepoint or retained checkpoint to start from"
-    )
-    run.add_argument(
-        "--allow-non-restored-state",
-        action="store_true",
-        help="drop (and name) the state of operators the job no longer has, instead of refusing it",
-    )
+    _restore_arguments(run)
     run.add_argument(
         "--job-id", default=None, help="default: a new random id; the same id resumes a suspended job"
     )
-    run.add_argument("--rest-port", type=_port, default=8081, help="0 picks a free port; default 8081")
-    run.add_argument("--rest-host", default="127.0.0.1", help="default 127.0.0.1")
-    run.add_argument(
-        "--rest-token-file",
-        default=None,
-        metavar="FILE",
-        help=f"the REST API's bearer token; else ${ENV_VAR}, else a new one stored for this user",
-    )
-    run.add_argument(
-        "--rest-auth",
-        choices=["mutations", "all"],
-        default=None,
-        help="which requests need the token: those that change the job, or all but /v1/health; "
-        "default: mutations on a loopback --rest-host, all on any other",
-    )
-    run.add_argument(
-        "--rest-allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a host name REST requests may carry in their Host header, besides loopback names, "
-        "--rest-host and IP addresses (DNS-rebinding protection); '*' allows any; repeatable",
-    )
-    run.add_argument(
-        "--savepoint-dir-allow",
-        action="append",
-        default=[],
-        metavar="URI",
-        help="a directory REST savepoint requests may target, besides the job's savepoint and checkpoint "
-        "directories; repeatable",
-    )
+    _rest_arguments(run)
     run.add_argument(
         "--heartbeat-timeout",
         type=_duration,

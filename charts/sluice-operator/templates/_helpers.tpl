@@ -54,8 +54,9 @@ app.kubernetes.io/name=sluice-operator,app.kubernetes.io/instance={{ .Release.Na
   resources: [serviceaccounts]
   verbs: [get, list, watch, create, delete]
 # Secrets: storage credentials named by spec.storageSecret (read, to read checkpoints and job results),
-# and each job's own Secret with its REST token and Spark secret (created once, read for the REST calls,
-# deleted with the job). `get` reads any Secret of the namespace: see docs/operator.md.
+# each job's own Secret with its REST token and Spark secret (created once, read for the REST calls,
+# deleted with the job), and the namespace's state key `sluice-state-key` (created once, never replaced
+# or deleted). `get` reads any Secret of the namespace: see docs/operator.md.
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get, create, delete]

@@ -36,7 +36,15 @@ from .run import (
 )
 from .savepoint import operator_savepoint, savepoint_name
 from .savepoint_targets import allowed_savepoint_prefixes, target_refusal
-from .secret import REST_TOKEN_KEY, SPARK_SECRET_KEY, job_secret, job_secret_name
+from .secret import (
+    REST_TOKEN_KEY,
+    SPARK_SECRET_KEY,
+    STATE_KEY_KEY,
+    STATE_KEY_SECRET,
+    job_secret,
+    job_secret_name,
+    state_key_secret,
+)
 from .taskmanager import taskmanager_pod_template
 
 __all__ = [
@@ -49,6 +57,8 @@ __all__ = [
     "POD_MONITOR_VERSION",
     "REST_TOKEN_KEY",
     "SPARK_SECRET_KEY",
+    "STATE_KEY_KEY",
+    "STATE_KEY_SECRET",
     "Manifest",
     "Owner",
     "Run",
@@ -84,6 +94,7 @@ __all__ = [
     "sluice_run_args",
     "spark_conf",
     "spec_hash",
+    "state_key_secret",
     "target_refusal",
     "taskmanager_pod_template",
     "taskmanager_prefix",

@@ -30,7 +30,14 @@ from .coordinator_args import (
 )
 from .hardening import container_security_context, pod_security_context, scratch_mounts, scratch_volumes
 from .run import Run
-from .secret import rest_token_mount, rest_token_volume, spark_secret_mount, spark_secret_volume
+from .secret import (
+    rest_token_mount,
+    rest_token_volume,
+    spark_secret_mount,
+    spark_secret_volume,
+    state_key_mount,
+    state_key_volume,
+)
 from .taskmanager import taskmanager_pod_template
 
 _CONFIG_VOLUME = "sluice-config"
@@ -79,6 +86,7 @@ def coordinator_pod(run: Run) -> Manifest:
             {"name": _CONFIG_VOLUME, "mountPath": TASKMANAGER_TEMPLATE_DIR, "readOnly": True},
             rest_token_mount(),
             spark_secret_mount(),
+            state_key_mount(),
             *scratch_mounts(spark_local=True),
         ],
         "readinessProbe": {"httpGet": {"path": "/v1/health", "port": REST_PORT}, "periodSeconds": 5},
@@ -107,6 +115,7 @@ def coordinator_pod(run: Run) -> Manifest:
                 {"name": _CONFIG_VOLUME, "configMap": {"name": config_map_name(name)}},
                 rest_token_volume(name),
                 spark_secret_volume(name),
+                state_key_volume(),
                 *scratch_volumes(spark_local=True),
             ],
         },

@@ -16,7 +16,7 @@ from sluice_operator.models import REST_PORT, Resources
 from ._common import rest_service_name, taskmanager_prefix
 from .hardening import SPARK_LOCAL_DIR
 from .run import Run
-from .secret import REST_TOKEN_FILE, SPARK_SECRET_FILE
+from .secret import REST_TOKEN_FILE, SPARK_SECRET_FILE, STATE_KEY_FILE
 
 TASKMANAGER_TEMPLATE_DIR = "/etc/sluice"
 TASKMANAGER_TEMPLATE_FILE = "taskmanager-pod.yaml"
@@ -140,6 +140,8 @@ def sluice_run_args(run: Run) -> list[str]:
         # The names the operator (and anyone in the cluster) calls the REST Service by; a Host header
         # naming anything else is refused (DNS rebinding).
         *(a for name in _rest_service_names(run) for a in ("--rest-allowed-host", name)),
+        "--state-key-file",
+        STATE_KEY_FILE,
         "--host",
         "spark",
         "--master",
@@ -149,6 +151,8 @@ def sluice_run_args(run: Run) -> list[str]:
         args += ["--from-savepoint", run.restore_from]
         if spec.allow_non_restored_state:
             args.append("--allow-non-restored-state")
+        if spec.trust_savepoint:
+            args.append("--trust-savepoint")
     if not spec.checkpoints.after_tasks_finish:
         args.append("--no-checkpoints-after-tasks-finish")
     for key, value in spark_conf(run).items():

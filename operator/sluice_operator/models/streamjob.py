@@ -187,6 +187,15 @@ class StreamJobSpec(CamelModel):
         default=False,
         description=("Start even if some state of the savepoint belongs to no operator of the pipeline."),
     )
+    trust_savepoint: bool = Field(
+        default=False,
+        description=(
+            "Restore initialSavepoint even if it was not authenticated with this namespace's state key "
+            "(Secret sluice-state-key): a savepoint of another namespace or cluster, or one written before "
+            "Sluice authenticated stored state. The coordinator logs that it did. Only for savepoints "
+            "whose origin you know."
+        ),
+    )
     restart_nonce: int | None = Field(
         default=None,
         description=("Change this number to restart the job (with its upgrade mode) without another change."),

@@ -45,6 +45,29 @@ async def ensure_job_secret(kube: Kube, owner: m.Owner) -> str:
     return data[m.REST_TOKEN_KEY]
 
 
+async def ensure_state_key(kube: Kube, namespace: str) -> None:
+    """Create the namespace's state key Secret unless it exists; an existing one is never drawn again
+    (every checkpoint and savepoint made with it would stop being restorable)."""
+    found = await kube.secret(namespace, m.STATE_KEY_SECRET)
+    if found is None:
+        await kube.create(m.state_key_secret(namespace, secrets.token_hex(32)))  # one made meanwhile wins
+        found = await kube.secret(namespace, m.STATE_KEY_SECRET)
+    if found is None:
+        raise JobSecretError(f"Secret {m.STATE_KEY_SECRET} was created but cannot be read back")
+    value = found[1].get(m.STATE_KEY_KEY, "")
+    try:
+        usable = len(bytes.fromhex(value.strip())) >= 32
+    except ValueError:
+        usable = False
+    if not usable:
+        raise JobSecretError(
+            f"Secret {m.STATE_KEY_SECRET} must hold {m.STATE_KEY_KEY!r}: at least 64 hexadecimal digits, the "
+            "key that authenticates this namespace's checkpoints and savepoints. Restore the one you had "
+            "(without it, savepoints made with it are only restored with trustSavepoint), or delete the "
+            "Secret and the operator makes a new one"
+        )
+
+
 async def rest_token(kube: Kube, owner: m.Owner) -> str | None:
     """The token of the job's coordinator; None if the job has no Secret (a coordinator from before)."""
     found = await kube.secret(owner.namespace, m.job_secret_name(owner.name))

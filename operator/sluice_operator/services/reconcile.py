@@ -11,7 +11,7 @@ from sluice_operator import manifests as m
 from sluice_operator.models import DegradedReason, OperatorConfig, StreamJobStatus
 from sluice_operator.models import constants as c
 
-from .auth import JobSecretError, ensure_job_secret
+from .auth import JobSecretError, ensure_job_secret, ensure_state_key
 from .decide import decide
 from .execute import execute
 from .gather import gather, generation_of, owner_of, read_status
@@ -43,6 +43,7 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     try:
         # Before anything else: a coordinator is only started, and only called, with the job's Secret.
         token = await ensure_job_secret(deps.kube, owner)
+        await ensure_state_key(deps.kube, owner.namespace)
     except JobSecretError as problem:
         return await degraded(DegradedReason.SECRET_CONFLICT, str(problem))
     found = await gather(

@@ -16,6 +16,7 @@ from sluice._json import Fields, FormatError
 from sluice.checkpoint.metadata import (
     PendingCommit,
     SubtaskHandle,
+    digest_of,
     file_name,
     key_groups_of,
     keyed_files_of,
@@ -55,6 +56,8 @@ class AckedOperator:
     """Bytes written for this checkpoint (the state file and the newest keyed file)."""
     state_size: int = 0
     """Bytes of all state it references, files shared with earlier checkpoints included."""
+    sha256: str | None = None
+    """The digest of the state file at `path`, taken while it was written."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -73,6 +76,8 @@ class AckedOperator:
             out["keyedFiles"] = [f.as_json() for f in self.keyed_files]
         if self.protected_files:
             out["protectedFiles"] = list(self.protected_files)
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
         return out
 
     @staticmethod
@@ -90,6 +95,7 @@ class AckedOperator:
             protected_files=protected_files_of(fields),
             bytes_written=int(_figure(fields, "bytesWritten")),
             state_size=int(_figure(fields, "stateSize")),
+            sha256=digest_of(fields),
         )
 
     def handle(self, index: int) -> SubtaskHandle:
@@ -103,12 +109,13 @@ class AckedOperator:
             self.union,
             self.keyed_files,
             self.protected_files,
+            self.sha256,
         )
 
     def commit(self, index: int) -> PendingCommit | None:
         """What `_metadata` keeps of a finished operator subtask: its transactions to commit, if any."""
         if self.pending_commits and self.path is not None:
-            return PendingCommit(index, self.path, self.size)
+            return PendingCommit(index, self.path, self.size, self.sha256)
         return None
 
 

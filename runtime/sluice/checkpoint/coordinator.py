@@ -287,7 +287,7 @@ class CheckpointCoordinator:
     async def _finalize(self, pending: PendingCheckpoint) -> None:
         try:
             metadata = self.build_metadata(pending)
-            await asyncio.to_thread(write_metadata, pending.location, metadata)
+            await asyncio.to_thread(write_metadata, pending.location, metadata, self.storage.key)
         except Exception as err:
             reason = (
                 str(err)

@@ -14,10 +14,14 @@ from typing import Any
 from sluice._json import Fields, FormatError, parse_object
 from sluice._states import CheckpointKind, StopMode
 from sluice.state.chain_files import KeyedFile, plain_name
+from sluice.state.stored_files import is_digest
 
-METADATA_VERSION = 2
-"""2: keyed state backend files (`keyedFiles`), shared between checkpoints; 1 is still read."""
-READABLE_VERSIONS = (1, 2)
+METADATA_VERSION = 3
+"""3: a SHA-256 per state file and a MAC over the whole (`sluice.checkpoint.integrity`); 2: keyed state
+backend files (`keyedFiles`), shared between checkpoints; 1 and 2 are read from savepoints the user
+trusts (`--trust-savepoint`)."""
+READABLE_VERSIONS = (1, 2, 3)
+DIGESTS_SINCE = 3
 
 
 def file_name(fields: Fields, name: str) -> str:
@@ -26,6 +30,13 @@ def file_name(fields: Fields, name: str) -> str:
     if not value or "/" in value or "\\" in value or value in (".", "..") or not value.isprintable():
         raise FormatError(f"{fields.where}: {name!r} must be a plain file name, not {value!r}")
     return value
+
+
+def digest_of(fields: Fields, name: str = "sha256") -> str | None:
+    value = fields.data.get(name)
+    if value is not None and not is_digest(value):
+        raise FormatError(f"{fields.where}: {name!r} must be 64 lowercase hexadecimal digits, not {value!r}")
+    return value if isinstance(value, str) else None
 
 
 def key_groups_of(fields: Fields) -> tuple[int, int] | None:
@@ -83,6 +94,8 @@ class SubtaskHandle:
     protected_files: tuple[str, ...] = ()
     """Files under `shared/` the subtask was still writing (a compaction): kept while this checkpoint
     is, never read by a restore."""
+    sha256: str | None = None
+    """The digest of the state file at `path`, taken while it was written."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -93,6 +106,8 @@ class SubtaskHandle:
             "operatorState": self.operator_state,
             "union": self.union,
         }
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
         if self.keyed_files:
             out["keyedFiles"] = [f.as_json() for f in self.keyed_files]
         if self.protected_files:
@@ -110,6 +125,7 @@ class SubtaskHandle:
             union=fields.flag("union", False),
             keyed_files=keyed_files_of(fields),
             protected_files=protected_files_of(fields),
+            sha256=digest_of(fields),
         )
 
 
@@ -120,14 +136,21 @@ class PendingCommit:
     index: int
     path: str
     size: int
+    sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "path": self.path, "size": self.size}
+        out: dict[str, Any] = {"index": self.index, "path": self.path, "size": self.size}
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        return out
 
     @staticmethod
     def from_json(fields: Fields) -> PendingCommit:
         return PendingCommit(
-            fields.integer("index", minimum=0), file_name(fields, "path"), fields.integer("size", minimum=0)
+            fields.integer("index", minimum=0),
+            file_name(fields, "path"),
+            fields.integer("size", minimum=0),
+            digest_of(fields),
         )
 
 
@@ -186,6 +209,9 @@ class CheckpointMetadata:
     version: int = METADATA_VERSION
     location: str = ""
     """Where it was read from (not part of the file: a savepoint can be moved)."""
+    digest: str = ""
+    """The SHA-256 of the `_metadata` bytes it was read from (not part of the file): the coordinator
+    names it to the TaskManagers, which then read only the `_metadata` it checked."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,7 +227,10 @@ class CheckpointMetadata:
     @staticmethod
     def from_json(payload: bytes | str, location: str = "") -> CheckpointMetadata:
         """Parses a `_metadata` file; a malformed one raises FormatError saying which field is wrong."""
-        fields = parse_object(payload, f"{location or 'a'}/_metadata")
+        return CheckpointMetadata.from_fields(parse_object(payload, f"{location or 'a'}/_metadata"), location)
+
+    @staticmethod
+    def from_fields(fields: Fields, location: str = "") -> CheckpointMetadata:
         version = fields.integer("version")
         if version not in READABLE_VERSIONS:
             raise FormatError(
@@ -213,7 +242,7 @@ class CheckpointMetadata:
             mode = None if stop_mode is None else StopMode.from_metadata(stop_mode)
         except ValueError as err:
             raise FormatError(f"{fields.where}: {err}") from None
-        return CheckpointMetadata(
+        metadata = CheckpointMetadata(
             checkpoint_id=fields.integer("checkpointId", minimum=0),
             job_id=fields.text("jobId"),
             kind=fields.choice("kind", CheckpointKind),
@@ -223,6 +252,21 @@ class CheckpointMetadata:
             version=version,
             location=location,
         )
+        if version >= DIGESTS_SINCE and (missing := metadata.undigested()):
+            raise FormatError(f"{fields.where}: state file {missing} has no 'sha256'")
+        return metadata
+
+    def undigested(self) -> str | None:
+        """A state file this checkpoint names without its digest, or None."""
+        for op in self.operators:
+            for handle in op.handles():
+                if handle.path is not None and handle.sha256 is None:
+                    return handle.path
+                if isinstance(handle, SubtaskHandle):
+                    for ref in handle.keyed_files:
+                        if ref.sha256 is None:
+                            return ref.name
+        return None
 
     def operator(self, uid: str) -> OperatorEntry | None:
         return next((op for op in self.operators if op.uid == uid), None)

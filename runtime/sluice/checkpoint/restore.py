@@ -15,7 +15,7 @@ from typing import Any
 
 from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
-from sluice.checkpoint.storage import read_bytes
+from sluice.checkpoint.storage import read_state_file
 from sluice.state.keygroups import key_group_range
 from sluice.state.snapshots import ChainShare
 
@@ -39,9 +39,12 @@ class RestoreError(ValueError):
     pass
 
 
-def load_snapshot(location: str, path: str) -> OperatorSnapshot:
-    snapshot = pickle.loads(read_bytes(location, path))
-    assert isinstance(snapshot, OperatorSnapshot)
+def load_snapshot(location: str, path: str, digest: str | None) -> OperatorSnapshot:
+    """Unpickles a state file once it matched its digest: None only in a savepoint the user trusted
+    that was written before digests (`sluice.checkpoint.integrity`)."""
+    snapshot = pickle.loads(read_state_file(location, path, digest))
+    if not isinstance(snapshot, OperatorSnapshot):
+        raise RestoreError(f"state file {path} in {location} holds no operator state")
     return snapshot
 
 
@@ -74,7 +77,7 @@ def _finished_share(
         return FullyFinished()
     commits = RestoredState(checkpoint_id=metadata.checkpoint_id)
     for commit in mine:
-        for name, items in load_snapshot(metadata.location, commit.path).lists.items():
+        for name, items in load_snapshot(metadata.location, commit.path, commit.sha256).lists.items():
             commits.lists.setdefault(name, []).extend(items)
     return FullyFinished(commits)
 
@@ -114,7 +117,7 @@ def _running_share(metadata: CheckpointMetadata, entry: OperatorEntry, target: _
             share.keyed_chains.append(_chain_share(metadata.location, handle, target))
         if handle.path is None or not (overlaps or target.takes_operator_state(handle)):
             continue
-        snapshot = load_snapshot(metadata.location, handle.path)
+        snapshot = load_snapshot(metadata.location, handle.path, handle.sha256)
         mine = target.key_groups
         share.keyed.update((group, data) for group, data in snapshot.keyed.items() if group in mine)
         _take_operator_state(share, dealt, snapshot, handle, target)

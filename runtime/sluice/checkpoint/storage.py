@@ -9,6 +9,7 @@ whose state files are gone.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import re
@@ -17,8 +18,12 @@ import uuid
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
+from sluice._json import parse_object
+from sluice.checkpoint.integrity import IntegrityError, Verdict, seal, verdict
 from sluice.checkpoint.metadata import CheckpointMetadata, SubtaskHandle
+from sluice.checkpoint.state_key import StateKey
 from sluice.state.chain_files import SHARED_DIR, shared_location
+from sluice.state.stored_files import DigestingWriter, read_verified, sha256
 
 log = logging.getLogger(__name__)
 METADATA = "_metadata"
@@ -26,11 +31,17 @@ _CHK = re.compile(r"chk-(\d+)$")
 _SHARED_FILE = re.compile(r"-(\d+)-[0-9a-f]+\.kv$")
 
 
+def job_directory(checkpoint_dir: str, job_id: str) -> str:
+    return join(normalize(checkpoint_dir), job_id)
+
+
 class CheckpointStorage:
-    def __init__(self, checkpoint_dir: str, job_id: str) -> None:
+    def __init__(self, checkpoint_dir: str, job_id: str, key: StateKey) -> None:
         self.checkpoint_dir = normalize(checkpoint_dir)
         self.job_id = job_id
-        self.job_dir = join(self.checkpoint_dir, job_id)
+        self.job_dir = job_directory(checkpoint_dir, job_id)
+        self.key = key
+        """Authenticates the `_metadata` this job writes, and the ones it restores."""
 
     def checkpoint_location(self, checkpoint_id: int) -> str:
         return join(self.job_dir, f"chk-{checkpoint_id}")
@@ -64,7 +75,7 @@ class CheckpointStorage:
             location = self.checkpoint_location(cid)
             if not exists(join(location, METADATA)):
                 continue
-            problem = damage(location)
+            problem = damage(location, self.key)
             if problem is None:
                 if skipped:
                     log.warning(
@@ -99,19 +110,20 @@ class NoRestorableCheckpoint(RuntimeError):
     """A job has completed checkpoints in storage, and none of them can be restored."""
 
 
-def write_bytes(location: str, name: str, data: bytes) -> int:
+def write_state_file(location: str, name: str, data: bytes) -> tuple[int, str]:
+    """Writes a state file; returns its size and its SHA-256, for `_metadata`."""
     fs, path = filesystem(location)
     make_dirs(fs, path)
     with fs.open(f"{path}/{name}", "wb") as handle:
-        handle.write(data)
-    return len(data)
+        out = DigestingWriter(handle)
+        out.write(data)
+    return len(data), out.hexdigest()
 
 
-def read_bytes(location: str, name: str) -> bytes:
-    fs, path = filesystem(location)
-    with fs.open(f"{path}/{name}", "rb") as handle:
-        data: bytes = handle.read()
-    return data
+def read_state_file(location: str, name: str, digest: str | None) -> bytes:
+    """A state file's bytes, once they matched the digest `_metadata` recorded (`stored_files`)."""
+    uri = join(location, name)
+    return read_verified(uri, digest, uri)
 
 
 def exists(uri: str) -> bool:
@@ -119,10 +131,11 @@ def exists(uri: str) -> bool:
     return bool(fs.exists(path))
 
 
-def write_metadata(location: str, metadata: CheckpointMetadata) -> None:
+def write_metadata(location: str, metadata: CheckpointMetadata, key: StateKey) -> None:
+    """Writes `_metadata` with its MAC (`sluice.checkpoint.integrity.seal`)."""
     fs, path = filesystem(location)
     make_dirs(fs, path)
-    payload = json.dumps(metadata.to_json(), indent=1, sort_keys=True).encode()
+    payload = json.dumps(seal(metadata.to_json(), key), indent=1, sort_keys=True).encode()
     if isinstance(fs, LocalFileSystem):
         # Local files: write aside and rename, so `_metadata` appears complete or not at all.
         tmp = f"{path}/.{METADATA}.{uuid.uuid4().hex}"
@@ -135,11 +148,7 @@ def write_metadata(location: str, metadata: CheckpointMetadata) -> None:
             handle.write(payload)
 
 
-def read_metadata(location: str) -> CheckpointMetadata:
-    """The `_metadata` of the checkpoint or savepoint at `location` (its directory, or the file itself).
-
-    Raises FileNotFoundError when there is none, FormatError (a ValueError) when it is malformed.
-    """
+def _read_raw_metadata(location: str) -> tuple[str, bytes]:
     uri = normalize(location)
     if uri.endswith("/" + METADATA):
         uri = uri[: -len(METADATA) - 1]
@@ -148,13 +157,51 @@ def read_metadata(location: str) -> CheckpointMetadata:
             f"{uri} is not a completed checkpoint or savepoint: it has no {METADATA} file "
             "(the checkpoint never completed, or the path is wrong)"
         )
-    return CheckpointMetadata.from_json(read_bytes(uri, METADATA), location=uri)
+    return uri, read_state_file(uri, METADATA, None)
 
 
-def damage(location: str) -> str | None:
+def read_metadata(location: str, key: StateKey, *, trust: bool = False) -> CheckpointMetadata:
+    """The `_metadata` of the checkpoint or savepoint at `location` (its directory, or the file itself),
+    once its MAC proved it was written with `key`. `trust`: the user vouched for it (a savepoint from
+    another deployment, or from before MACs); it is then read with a warning whatever its MAC says.
+
+    Raises FileNotFoundError when there is none, IntegrityError when its MAC does not prove it and it is
+    not trusted, FormatError when it is malformed (both are ValueErrors).
+    """
+    uri, payload = _read_raw_metadata(location)
+    fields = parse_object(payload, f"{uri}/{METADATA}")
+    found = verdict(fields.data, key)
+    if found is not Verdict.VALID:
+        if not trust:
+            raise IntegrityError(
+                f"{uri}/{METADATA} {found.explain(key)}, so nothing it names is restored. A savepoint of "
+                "another deployment can be restored with --trust-savepoint (spec.job.trustSavepoint on "
+                "Kubernetes) once you know where it came from; a checkpoint of this job's own directory "
+                "never is: restore another checkpoint or a savepoint"
+            )
+        log.warning(
+            "restoring %s although its %s %s: --trust-savepoint says it comes from a source you trust",
+            uri,
+            METADATA,
+            found.explain(key),
+        )
+    metadata = CheckpointMetadata.from_fields(fields, location=uri)
+    return dataclasses.replace(metadata, digest=sha256(payload))
+
+
+def read_pinned_metadata(location: str, digest: str) -> CheckpointMetadata:
+    """The `_metadata` at `location` whose bytes have the SHA-256 `digest`: the one the coordinator
+    checked and restores (TaskManagers hold no key; they read the very file the coordinator accepted)."""
+    uri = normalize(location)
+    payload = read_verified(join(uri, METADATA), digest, join(uri, METADATA))
+    metadata = CheckpointMetadata.from_json(payload, location=uri)
+    return dataclasses.replace(metadata, digest=digest)
+
+
+def damage(location: str, key: StateKey) -> str | None:
     """What keeps a checkpoint or savepoint with a `_metadata` from being restored, or None."""
     try:
-        metadata = read_metadata(location)
+        metadata = read_metadata(location, key)
     except (OSError, ValueError) as err:
         return f"its {METADATA} cannot be read ({type(err).__name__}: {err})"
     fs, path = filesystem(location)
@@ -193,7 +240,10 @@ def collect_shared(storage: CheckpointStorage, written_before: int) -> int:
     for cid in storage.completed_ids():
         location = storage.checkpoint_location(cid)
         try:
-            referenced |= read_metadata(location).shared_names()
+            # Not checked against the key: whatever any `_metadata` names is kept. One from before MACs
+            # can still be restored with --trust-savepoint, and keeping too much costs only space.
+            uri, payload = _read_raw_metadata(location)
+            referenced |= CheckpointMetadata.from_json(payload, uri).shared_names()
         except FileNotFoundError:
             continue  # no _metadata: not a checkpoint, nothing restores it
     fs, path = filesystem(join(storage.job_dir, SHARED_DIR))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import posixpath
 import re
 from collections.abc import Iterable
@@ -62,8 +63,13 @@ async def json_object(request: web.Request) -> dict[str, Any]:
 
 
 def _split(uri: str) -> tuple[str, str]:
+    """A URI's scheme and path; a local path resolved (symlinks followed), so that a symlink under an
+    allowed directory cannot lead out of it."""
     scheme, _, rest = normalize(uri).partition("://")
-    return scheme.lower(), posixpath.normpath(rest) if rest else ""
+    scheme = scheme.lower()
+    if scheme == "file" and rest:
+        return scheme, os.path.realpath(rest)
+    return scheme, posixpath.normpath(rest) if rest else ""
 
 
 class SavepointTargets:
@@ -77,7 +83,8 @@ class SavepointTargets:
         return [f"{scheme}://{path}" for scheme, path in self._prefixes]
 
     def check(self, target: str) -> str:
-        """`target` in the form it was checked in (normalized, no `..`); BadRequest outside the prefixes."""
+        """`target` in the form it was checked in (normalized, no `..`, a local one resolved); BadRequest
+        outside the prefixes."""
         if _UNSAFE_URI.search(target):
             raise BadRequest(f"targetDirectory {_shown(target)} has control characters or '::'")
         scheme, path = _split(target)

@@ -30,8 +30,10 @@ from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode,
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
 from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
+from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
+from sluice.checkpoint.state_key import StateKey, load_state_key
 from sluice.checkpoint.storage import CheckpointStorage, NoRestorableCheckpoint, read_metadata
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
@@ -84,6 +86,12 @@ class JobConfig:
     internal_tls: bool = False
     """TLS on control and data connections, with a certificate authority made for the job."""
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    state_key: StateKey | None = None
+    """Authenticates the `_metadata` of checkpoints and savepoints; None: the user's key file
+    (`sluice.checkpoint.state_key.load_state_key`)."""
+    trust_savepoint: bool = False
+    """`from_savepoint` is restored even when its `_metadata` was not made with this deployment's key
+    (another deployment's savepoint, or one from before MACs). Never the job's own checkpoints."""
 
 
 def _final_completed(decider: TriggerDecider, done: asyncio.Future[CheckpointMetadata]) -> None:
@@ -97,7 +105,8 @@ class JobMaster:
         self.graph = graph
         self.config = config
         self.host = host
-        self.storage = CheckpointStorage(config.checkpoint_dir, config.job_id)
+        key = config.state_key or load_state_key()
+        self.storage = CheckpointStorage(config.checkpoint_dir, config.job_id, key)
         self.state: JobState = JobState.CREATED
         self.attempt = 0
         self.restarts = 0
@@ -270,25 +279,34 @@ class JobMaster:
             )
         return found or previous
 
+    async def _read_restore_metadata(self, restore: str) -> CheckpointMetadata:
+        """The `_metadata` an attempt restores, checked; a failure says whether a retry can mend it."""
+        try:
+            trust = self.config.trust_savepoint and restore == self.config.from_savepoint
+            return await asyncio.to_thread(read_metadata, restore, self.storage.key, trust=trust)
+        except FileNotFoundError:
+            if restore == self.config.from_savepoint:
+                raise  # the user's savepoint is not there: a usage error, not a failure to retry
+            raise AttemptEnded(RestoreFailed(f"checkpoint {restore} is gone")) from None
+        except IntegrityError as err:
+            if restore == self.config.from_savepoint:
+                raise  # not authentic: the user decides (--trust-savepoint), no retry changes it
+            raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from None
+        except ValueError as err:  # FormatError: a malformed _metadata, which no retry mends
+            if restore == self.config.from_savepoint:
+                raise RestoreRefused(f"--from-savepoint {restore}: {err}") from err
+            raise AttemptEnded(RestoreFailed(f"reading {restore} failed: {err}", permanent=True)) from err
+        except Exception as err:
+            # Storage down or answering errors: the restart strategy decides, as for a lost task.
+            raise AttemptEnded(
+                RestoreFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
+            ) from err
+
     async def _attempt(self, restore: str | None) -> NoReturn:
         """Runs one attempt; it ends by raising AttemptEnded."""
         metadata = None
         if restore is not None:
-            try:
-                metadata = await asyncio.to_thread(read_metadata, restore)
-            except FileNotFoundError:
-                if restore == self.config.from_savepoint:
-                    raise  # the user's savepoint is not there: a usage error, not a failure to retry
-                raise AttemptEnded(RestoreFailed(f"checkpoint {restore} is gone")) from None
-            except ValueError as err:  # FormatError: a malformed _metadata, which no retry mends
-                if restore == self.config.from_savepoint:
-                    raise RestoreRefused(f"--from-savepoint {restore}: {err}") from err
-                raise AttemptEnded(RestoreFailed(f"reading {restore} failed: {err}", permanent=True)) from err
-            except Exception as err:
-                # Storage down or answering errors: the restart strategy decides, as for a lost task.
-                raise AttemptEnded(
-                    RestoreFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
-                ) from err
+            metadata = await self._read_restore_metadata(restore)
             dropped = validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
             self.checkpoints.continue_after(metadata.checkpoint_id)
             self._restored(metadata, dropped)
@@ -369,6 +387,7 @@ class JobMaster:
                     placement=self.placement,
                     taskmanagers=addresses,
                     restore=metadata.location if metadata else None,
+                    restore_digest=metadata.digest if metadata else None,
                     attempt_token=self._attempt_token,
                     wait_for_final_checkpoint=self.config.checkpoints.after_tasks_finish,
                 )

@@ -23,7 +23,7 @@ from typing import Any
 
 from sluice._states import SubtaskState
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
-from sluice.checkpoint.storage import write_bytes
+from sluice.checkpoint.storage import write_state_file
 from sluice.engine._alignment import AlignmentResult, BarrierAligner, BarrierTiming
 from sluice.engine._rate import TokenBucket
 from sluice.engine._watermarks import WatermarkValve
@@ -445,10 +445,10 @@ class StreamTask:
 
     async def _write_operator(self, ack: OperatorAck, target: str) -> AckedOperator:
         """Writes one operator's state files for the checkpoint; returns what the coordinator learns."""
-        path, size = None, 0
+        path, size, digest = None, 0, None
         if ack.data is not None:
             path = f"{ack.uid}-{self.subtask_index}.state"
-            size = await asyncio.to_thread(write_bytes, target, path, ack.data)
+            size, digest = await asyncio.to_thread(write_state_file, target, path, ack.data)
         chain: tuple[KeyedFile, ...] = ()
         protected: tuple[str, ...] = ()
         written = state_size = size
@@ -472,6 +472,7 @@ class StreamTask:
             protected_files=protected,
             bytes_written=written,
             state_size=state_size,
+            sha256=digest,
         )
 
     def _abort_alignment(self, checkpoint_id: int, why: str) -> None:

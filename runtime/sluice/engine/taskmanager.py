@@ -21,7 +21,7 @@ import cloudpickle
 
 from sluice._states import SubtaskState
 from sluice.checkpoint.restore import Share, restored_share
-from sluice.checkpoint.storage import read_metadata
+from sluice.checkpoint.storage import read_pinned_metadata
 from sluice.engine._pulse import Pulse
 from sluice.engine.chain import OperatorChain
 from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
@@ -195,7 +195,9 @@ class TaskManager:
         attempt, job_id = message.attempt, message.job_id
         mine = list(message.tasks)
         where, addresses = message.placement, message.taskmanagers
-        shares = await asyncio.to_thread(self._restore_shares, graph, mine, message.restore)
+        shares = await asyncio.to_thread(
+            self._restore_shares, graph, mine, message.restore, message.restore_digest
+        )
         gates: dict[SubtaskId, list[InputChannel]] = {}
         for v, s in mine:
             vertex = graph.vertex(v)
@@ -245,12 +247,16 @@ class TaskManager:
 
     @staticmethod
     def _restore_shares(
-        graph: JobGraph, mine: list[SubtaskId], restore: str | None
+        graph: JobGraph, mine: list[SubtaskId], restore: str | None, digest: str | None
     ) -> dict[SubtaskId, dict[str, Share]]:
         shares: dict[SubtaskId, dict[str, Share]] = {(v, s): {} for v, s in mine}
         if restore is None:
             return shares
-        metadata = read_metadata(restore)
+        if digest is None:
+            raise ValueError(
+                f"the coordinator named {restore} to restore without the digest of its _metadata"
+            )
+        metadata = read_pinned_metadata(restore, digest)
         for v, s in mine:
             vertex = graph.vertex(v)
             for op in vertex.operators:

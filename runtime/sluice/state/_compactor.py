@@ -1,7 +1,8 @@
 """The compaction process: `python -m sluice.state._compactor`, started by `sluice.state.compaction`.
 
-It reads `{"inputs": [uri, ...], "output": uri}` (the chain, full file first) on stdin, writes the
-compacted file, and prints `{"size": bytes, "peakRssBytes": bytes}`. A process of its own, not a
+It reads `{"inputs": [{"uri": uri, "sha256": digest}, ...], "output": uri}` (the chain, full file
+first) on stdin, checks each input against its digest as it reads it, writes the compacted file, and
+prints `{"size": bytes, "sha256": digest, "peakRssBytes": bytes}`. A process of its own, not a
 thread of the TaskManager: the merge is pickling and set arithmetic that hold the GIL, and the task's
 thread, which lets go of the GIL at each LMDB call, got it back only after a switch interval each time
 (records counted fell from ~200k/s to ~30k/s while a thread compacted 10M keys). It runs at a lower
@@ -18,7 +19,8 @@ import sys
 
 from sluice._fs import filesystem, make_dirs
 from sluice.state.chain_files import Batched
-from sluice.state.compaction import compact
+from sluice.state.compaction import Source, compact
+from sluice.state.stored_files import DigestingWriter, is_digest
 
 _NICENESS = 10
 
@@ -26,20 +28,39 @@ _NICENESS = 10
 def main() -> int:
     request = json.loads(sys.stdin.read())
     inputs, output = request["inputs"], request["output"]
-    if not (isinstance(inputs, list) and all(isinstance(u, str) for u in inputs) and isinstance(output, str)):
-        print("the compactor takes {'inputs': [uri, ...], 'output': uri}", file=sys.stderr)
+    sources = _sources(inputs)
+    if sources is None or not isinstance(output, str):
+        print(
+            "the compactor takes {'inputs': [{'uri': uri, 'sha256': digest}, ...], 'output': uri}",
+            file=sys.stderr,
+        )
         return 2
     with contextlib.suppress(OSError):  # not allowed here: the same priority then
         os.nice(_NICENESS)
     fs, path = filesystem(output)
     make_dirs(fs, path.rsplit("/", 1)[0])
     with fs.open(path, "wb") as handle:
-        out = Batched(handle)
-        size = compact(inputs, out)
+        digesting = DigestingWriter(handle)
+        out = Batched(digesting)
+        size = compact(sources, out)
         out.flush()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-    print(json.dumps({"size": size, "peakRssBytes": peak}))
+    print(json.dumps({"size": size, "sha256": digesting.hexdigest(), "peakRssBytes": peak}))
     return 0
+
+
+def _sources(inputs: object) -> list[Source] | None:
+    if not isinstance(inputs, list):
+        return None
+    sources: list[Source] = []
+    for entry in inputs:
+        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str):
+            return None
+        digest = entry.get("sha256")
+        if digest is not None and not is_digest(digest):
+            return None
+        sources.append((entry["uri"], digest))
+    return sources
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ import pickle
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
-from sluice._fs import filesystem, join
+from sluice._fs import join
+from sluice.state.stored_files import is_digest, open_verified
 
 FORMAT = "sluice-keyed-state"
 SHARED_DIR = "shared"
@@ -47,9 +48,14 @@ class KeyedFile:
     size: int
     full: bool
     shared: bool
+    sha256: str | None = None
+    """The file's digest, taken while it was written; None only in files written before digests."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "size": self.size, "full": self.full, "shared": self.shared}
+        out: dict[str, Any] = {"name": self.name, "size": self.size, "full": self.full, "shared": self.shared}
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        return out
 
     @staticmethod
     def from_json(data: Any) -> KeyedFile:
@@ -60,7 +66,10 @@ class KeyedFile:
         size = data.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"keyed state file {name} has no valid size: {size!r}")
-        return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")))
+        digest = data.get("sha256")
+        if digest is not None and not is_digest(digest):
+            raise ValueError(f"keyed state file {name} has no valid sha256: {digest!r}")
+        return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")), digest)
 
 
 def shared_location(checkpoint_location: str) -> str:
@@ -76,6 +85,10 @@ def header(full: bool) -> dict[str, Any]:
     return {"format": FORMAT, "version": 1, "full": full}
 
 
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
 class Batched:
     """Collects frames and writes them a few MiB at a time. Each write lets go of the GIL, and getting
     it back from a busy task thread takes up to a switch interval (5 ms): a write per frame made that
@@ -83,7 +96,7 @@ class Batched:
 
     _LIMIT = 8 << 20
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: Sink) -> None:
         self._out = out
         self._frames: list[bytes] = []
         self._size = 0
@@ -107,9 +120,9 @@ def dump(out: Batched, frame: Any) -> int:
     return len(data)
 
 
-def read_frames(uri: str) -> Iterator[Frame]:
-    fs, path = filesystem(uri)
-    with fs.open(path, "rb") as handle:
+def read_frames(uri: str, sha256: str | None) -> Iterator[Frame]:
+    """The frames of the file at `uri`, once all of it matched `sha256` (`stored_files.open_verified`)."""
+    with open_verified(uri, sha256, uri) as handle:
         head = pickle.load(handle)
         if not isinstance(head, dict) or head.get("format") != FORMAT:
             raise ValueError(f"{uri} is not a Sluice keyed state file")

@@ -50,14 +50,19 @@ class Cancelled(Exception):
     """The compaction's operator closed."""
 
 
-def compact(uris: list[str], out: Batched, cancelled: Callable[[], bool] = lambda: False) -> int:
-    """Writes the state the chain `uris` (full file first) restores as one full file; returns its size."""
+Source = tuple[str, str | None]
+"""A chain file to compact: its URI and the digest it was written with."""
+
+
+def compact(sources: list[Source], out: Batched, cancelled: Callable[[], bool] = lambda: False) -> int:
+    """Writes the state the chain `sources` (full file first) restores as one full file; returns its
+    size. Each file is checked against its digest before it is read."""
     settled: dict[str, set[object]] = {}
     kinds: dict[str, str] = {}
     size = dump(out, header(True))
-    for position in range(len(uris) - 1, -1, -1):
+    for position in range(len(sources) - 1, -1, -1):
         oldest = position == 0  # the full file: nothing older to settle keys for
-        for name, kind, entries, removed in read_frames(uris[position]):
+        for name, kind, entries, removed in read_frames(*sources[position]):
             if cancelled():
                 raise Cancelled
             known = settled.setdefault(name, set())
@@ -124,7 +129,8 @@ class Compaction:
         name = self.file_name(stem)
         output = join(shared_location(location), name)
         try:
-            self.result = self._in_child([file_uri(location, ref) for ref in self.source], output, name)
+            sources = [(file_uri(location, ref), ref.sha256) for ref in self.source]
+            self.result = self._in_child(sources, output, name)
         except Exception as err:
             # The chain stays as it is and grows until a later compaction or a full snapshot cuts it:
             # nothing is lost, restoring only reads more.
@@ -138,7 +144,7 @@ class Compaction:
         finally:
             self._done.set()
 
-    def _in_child(self, inputs: list[str], output: str, name: str) -> KeyedFile | None:
+    def _in_child(self, inputs: list[Source], output: str, name: str) -> KeyedFile | None:
         """Runs `sluice.state._compactor` and waits for it; kills it when cancelled."""
         child = subprocess.Popen(
             [sys.executable, "-m", "sluice.state._compactor"],
@@ -148,7 +154,8 @@ class Compaction:
             env=_child_environment(),
         )
         self.child = child
-        request: bytes | None = json.dumps({"inputs": inputs, "output": output}).encode()
+        chain = [{"uri": uri, "sha256": digest} for uri, digest in inputs]
+        request: bytes | None = json.dumps({"inputs": chain, "output": output}).encode()
         try:
             while True:
                 try:
@@ -172,7 +179,7 @@ class Compaction:
             raise RuntimeError(f"the compaction process exited with {child.returncode}: {last[0]}")
         figures = json.loads(answer)
         self.peak_rss_bytes = int(figures["peakRssBytes"])
-        return KeyedFile(name, int(figures["size"]), full=True, shared=True)
+        return KeyedFile(name, int(figures["size"]), full=True, shared=True, sha256=str(figures["sha256"]))
 
 
 def _child_environment() -> dict[str, str]:

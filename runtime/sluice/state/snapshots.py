@@ -52,6 +52,7 @@ from sluice.state.chain_files import (
 from sluice.state.compaction import Compaction
 from sluice.state.keyed import DELETED, BackendSnapshot
 from sluice.state.keygroups import key_group_for
+from sluice.state.stored_files import DigestingWriter
 
 MAX_DELTAS = 16
 MAX_CHAIN = 4 * MAX_DELTAS
@@ -245,10 +246,11 @@ class SnapshotWrite:
         fs, path = filesystem(ref_dir)
         make_dirs(fs, path)
         with fs.open(f"{path}/{name}", "wb") as handle:
-            batched = Batched(handle)
+            digesting = DigestingWriter(handle)
+            batched = Batched(digesting)
             size = self._write_frames(batched)
             batched.flush()
-        new = KeyedFile(name, size, full=self.base is None, shared=shared)
+        new = KeyedFile(name, size, full=self.base is None, shared=shared, sha256=digesting.hexdigest())
         return KeyedWrite([*(self.base or []), new], size)
 
     def _write_frames(self, out: Batched) -> int:
@@ -378,7 +380,7 @@ class ChainShare:
         """The chain's frames in order, filtered to `groups`: applied in turn they give the state."""
         groups, mp = self.groups, self.max_parallelism
         for ref in self.chain:
-            for name, kind, entries, removed in read_frames(file_uri(self.location, ref)):
+            for name, kind, entries, removed in read_frames(file_uri(self.location, ref), ref.sha256):
                 mine = entries
                 if groups is not None:
                     mine = {k: v for k, v in entries.items() if key_group_for(k, mp) in groups}

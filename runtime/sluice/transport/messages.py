@@ -70,9 +70,12 @@ class Deploy:
     restore: str | None
     attempt_token: str
     wait_for_final_checkpoint: bool
+    restore_digest: str | None = None
+    """The SHA-256 of the `_metadata` at `restore` that the coordinator authenticated: TaskManagers
+    hold no state key, and read only that file."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "type": self.TYPE,
             "attempt": self.attempt,
             "jobId": self.job_id,
@@ -84,6 +87,9 @@ class Deploy:
             "attemptToken": self.attempt_token,
             "waitForFinalCheckpoint": self.wait_for_final_checkpoint,
         }
+        if self.restore_digest is not None:
+            out["restoreDigest"] = self.restore_digest
+        return out
 
     @staticmethod
     def from_fields(fields: Fields) -> Deploy:
@@ -110,6 +116,7 @@ class Deploy:
             restore=fields.optional_text("restore"),
             attempt_token=fields.text("attemptToken"),
             wait_for_final_checkpoint=fields.flag("waitForFinalCheckpoint"),
+            restore_digest=fields.optional_text("restoreDigest"),
         )
 
 

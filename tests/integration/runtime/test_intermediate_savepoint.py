@@ -26,9 +26,7 @@ def test_output_stays_exactly_once_when_a_failure_follows_an_intermediate_savepo
         # No periodic checkpoint completes while the test looks: only the savepoint could commit. At
         # 3,000 records/s the input lasts 16 s: at 8,000 (6 s) a loaded machine let the job reach its end,
         # and its final checkpoint commit everything, before the savepoint was looked at.
-        *generated_counts_options(
-            out, tmp_path / "chk", count, "intermediate", interval="1h", rate=3000
-        ),
+        *generated_counts_options(out, tmp_path / "chk", count, "intermediate", interval="1h", rate=3000),
         "--restart-delay",
         "100ms",
         "--savepoint-dir-allow",

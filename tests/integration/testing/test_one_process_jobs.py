@@ -10,6 +10,7 @@ import pytest
 
 import sluice
 from sluice._runner import UsageError
+from sluice.checkpoint.state_key import load_state_key
 from sluice.checkpoint.storage import read_metadata
 from sluice.connectors import GeneratorSource, SequenceSource
 from sluice.testing import CollectingSink, FailingSource, ThreadHost, run_job, start_job
@@ -95,7 +96,7 @@ def test_savepoint_then_stop_without_drain_then_resume_continues_exactly_once(tm
     with start_job(pipeline, *options) as job:
         job.wait_checkpoints(2)
         running = job.savepoint()
-        assert read_metadata(running).checkpoint_id >= 1
+        assert read_metadata(running, load_state_key()).checkpoint_id >= 1
         stopped = job.stop(drain=False)
         outcome = job.wait()
     # A stop with savepoint ends the job FINISHED in either mode (SUSPENDED is a coordinator shut down).

@@ -13,11 +13,13 @@ from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, SubtaskHandle
 from sluice.checkpoint.snapshot import OperatorSnapshot
-from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_bytes, write_metadata
+from sluice.checkpoint.state_key import StateKey
+from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_metadata, write_state_file
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.operators.base import StreamOperator
 from sluice.state.chain_files import KeyedFile
 from sluice.state.keygroups import key_group_range
+from sluice.state.stored_files import sha256
 from sluice.transport.messages import ToTaskManager
 
 from ._graphs import graph
@@ -120,10 +122,10 @@ def write_checkpoint(
             chain = tuple(write.write(location, f"{uid}-{index}").chain)
             write.release()
         name: str | None = None
-        size = 0
+        size, digest = 0, None
         if not snap.is_empty():
             name = f"{uid}-{index}.state"
-            size = write_bytes(location, name, pickle.dumps(snap, protocol=5))
+            size, digest = write_state_file(location, name, pickle.dumps(snap, protocol=5))
         groups = key_group_range(index, max_parallelism, parallelism)
         handles.append(
             SubtaskHandle(
@@ -134,6 +136,7 @@ def write_checkpoint(
                 operator_state=bool(snap.lists or snap.unions or snap.broadcast),
                 union=snap.uses_union_state(),
                 keyed_files=chain,
+                sha256=digest,
             )
         )
     fully = len(finished) == parallelism
@@ -146,19 +149,22 @@ def write_checkpoint(
         subtasks=() if fully else tuple(handles),
     )
     metadata = CheckpointMetadata(1, "j", CheckpointKind.CHECKPOINT, 0, None, (entry,), version=1)
-    write_metadata(location, metadata)
-    return read_metadata(location)
+    write_metadata(location, metadata, TEST_KEY)
+    return read_metadata(location, TEST_KEY)
 
 
 def source_coordinator(tmp_path: Path, sent: list[ToTaskManager]) -> CheckpointCoordinator:
     """A checkpoint coordinator of one source vertex with two subtasks, checkpoints in `tmp_path/chk`,
     that records what it sends to TaskManagers in `sent`."""
-    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+    storage = CheckpointStorage(f"file://{tmp_path / 'chk'}", "job", TEST_KEY)
     config = CheckpointConfig(interval_s=None)
     return CheckpointCoordinator(
         graph([(["src"], 2)], []), storage, config, lambda m, _: sent.append(m), dict
     )
 
+
+TEST_KEY = StateKey(b"test state key, 32 bytes or more")
+"""The deployment key of the unit tests' checkpoints."""
 
 SOURCE_STATE = b"0123456789"
 """What each subtask of `source_coordinator`'s source writes as its state file."""
@@ -166,7 +172,13 @@ SOURCE_STATE = b"0123456789"
 
 def source_ack(checkpoint: int, subtask: int) -> Acknowledgement:
     """Subtask `subtask` of `source_coordinator`'s source acknowledges `checkpoint` with its state file."""
-    state = AckedOperator("src", finished=False, path=f"src-{subtask}.state", size=len(SOURCE_STATE))
+    state = AckedOperator(
+        "src",
+        finished=False,
+        path=f"src-{subtask}.state",
+        size=len(SOURCE_STATE),
+        sha256=sha256(SOURCE_STATE),
+    )
     return Acknowledgement(checkpoint, 0, subtask, (state,), end_of_data=False)
 
 
@@ -175,5 +187,5 @@ def acknowledge_all(coord: CheckpointCoordinator, checkpoint: int) -> None:
     acknowledge `checkpoint`."""
     location = coord.storage.checkpoint_location(checkpoint)
     for subtask in (0, 1):
-        write_bytes(location, f"src-{subtask}.state", SOURCE_STATE)
+        write_state_file(location, f"src-{subtask}.state", SOURCE_STATE)
         coord.on_ack(source_ack(checkpoint, subtask))

@@ -76,9 +76,9 @@ def test_the_compacted_file_restores_what_its_chain_restores(
     out = tmp_path / "compacted.kv"
     with out.open("wb") as handle:
         batched = Batched(handle)
-        compact([f"file://{tmp_path}/shared/{f.name}" for f in chain], batched)
+        compact([(f"file://{tmp_path}/shared/{f.name}", f.sha256) for f in chain], batched)
         batched.flush()
-    frames = list(read_frames(f"file://{out}"))
+    frames = list(read_frames(f"file://{out}", None))
     assert all(not removed for _, _, _, removed in frames), "a full file removes nothing"
     keys = [key for _, _, entries, _ in frames for key in entries]
     assert len(keys) == len(set(keys)), "each key once"
@@ -92,7 +92,9 @@ def test_a_compaction_stops_when_its_operator_closes_and_leaves_no_file(
     task = Subtask(tmp_path, new_backend())
     _, chain = grown_chain(task, 2, random.Random(1), monkeypatch)
     with (tmp_path / "out.kv").open("wb") as handle, pytest.raises(Cancelled):
-        compact([f"file://{tmp_path}/shared/{f.name}" for f in chain], Batched(handle), lambda: True)
+        compact(
+            [(f"file://{tmp_path}/shared/{f.name}", f.sha256) for f in chain], Batched(handle), lambda: True
+        )
     # Through the change log: a compaction whose process hangs (a file of its chain is a FIFO no one
     # writes to) is killed when its operator closes, and what it had written is deleted.
     os.mkfifo(tmp_path / "shared" / "stuck-1-0.kv")

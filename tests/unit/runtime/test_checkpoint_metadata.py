@@ -17,6 +17,7 @@ from sluice.graph.jobgraph import JobGraph
 from sluice.graph.transformations import PartitionKind
 
 from ._graphs import graph
+from ._support import TEST_KEY
 
 Subtask = tuple[int, int]
 
@@ -58,7 +59,7 @@ def metadata(
     by_vertex = finished_by_vertex(finished)
     coordinator = CheckpointCoordinator(
         job,
-        CheckpointStorage(str(tmp_path), "job-1"),
+        CheckpointStorage(str(tmp_path), "job-1", TEST_KEY),
         CheckpointConfig(),
         lambda m, t: None,
         lambda: by_vertex,

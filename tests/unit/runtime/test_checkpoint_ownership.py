@@ -16,18 +16,19 @@ from sluice._states import CheckpointKind
 from sluice.checkpoint import coordinator as coordinator_module
 from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.checkpoint.metadata import CheckpointMetadata
+from sluice.checkpoint.state_key import StateKey
 from sluice.checkpoint.storage import (
     CheckpointStorage,
     NoRestorableCheckpoint,
     damage,
     discard,
     read_metadata,
-    write_bytes,
     write_metadata,
+    write_state_file,
 )
 from sluice.transport.messages import Complete, ToTaskManager
 
-from ._support import SOURCE_STATE, acknowledge_all, source_ack, source_coordinator
+from ._support import SOURCE_STATE, TEST_KEY, acknowledge_all, source_ack, source_coordinator
 
 
 def attempt_ends_while_metadata_is_written(
@@ -37,10 +38,10 @@ def attempt_ends_while_metadata_is_written(
     which a loaded machine may run the two threads."""
     writing, release, discarded = threading.Event(), threading.Event(), threading.Event()
 
-    def slow_write(location: str, metadata: CheckpointMetadata) -> None:
+    def slow_write(location: str, metadata: CheckpointMetadata, key: StateKey) -> None:
         writing.set()
         release.wait(10)
-        write_metadata(location, metadata)
+        write_metadata(location, metadata, key)
 
     def recorded_discard(location: str) -> None:
         discard(location)
@@ -55,7 +56,7 @@ def attempt_ends_while_metadata_is_written(
         target = f"file://{tmp_path / 'sp'}" if kind == "savepoint" else None
         pending = coord.trigger(CheckpointKind(kind), target)
         for subtask in (0, 1):
-            write_bytes(pending.location, f"src-{subtask}.state", SOURCE_STATE)
+            write_state_file(pending.location, f"src-{subtask}.state", SOURCE_STATE)
             coord.on_ack(source_ack(1, subtask))
         await asyncio.to_thread(writing.wait, 10)
         coord.abort_all("the job attempt ended")
@@ -74,7 +75,7 @@ def test_attempt_ending_while_metadata_is_written_leaves_a_complete_checkpoint(
     coord, sent, location = attempt_ends_while_metadata_is_written(tmp_path, monkeypatch, "checkpoint")
     restored = coord.storage.latest_completed()
     assert restored == location
-    assert damage(restored) is None
+    assert damage(restored, TEST_KEY) is None
     assert coord.latest is not None and coord.latest.checkpoint_id == 1
     # The ending attempt's tasks are not told; the next attempt restores it and commits for them.
     assert Complete(1) not in sent
@@ -96,7 +97,7 @@ def test_a_checkpoint_failing_before_all_acks_is_discarded_and_settled(tmp_path:
     async def scenario() -> CheckpointCoordinator:
         coord = source_coordinator(tmp_path, sent)
         coord.trigger()
-        write_bytes(coord.storage.checkpoint_location(1), "src-0.state", SOURCE_STATE)
+        write_state_file(coord.storage.checkpoint_location(1), "src-0.state", SOURCE_STATE)
         coord.on_ack(source_ack(1, 0))
         coord.abort_all("the job attempt ended")
         await coord.settle()
@@ -111,8 +112,8 @@ def test_discard_removes_metadata_before_the_state_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     location = f"file://{tmp_path / 'chk-1'}"
-    write_bytes(location, "src-0.state", SOURCE_STATE)
-    write_metadata(location, CheckpointMetadata(1, "job", CheckpointKind.CHECKPOINT, 0, None, ()))
+    write_state_file(location, "src-0.state", SOURCE_STATE)
+    write_metadata(location, CheckpointMetadata(1, "job", CheckpointKind.CHECKPOINT, 0, None, ()), TEST_KEY)
 
     def interrupted(path: str, *args: Any, **kwargs: Any) -> None:
         # The process dies while deleting the directory tree (state files and all, in any order).
@@ -152,7 +153,7 @@ def test_restore_falls_back_to_the_previous_checkpoint_when_a_state_file_is_miss
     (newest / "src-1.state").unlink()
     assert storage.latest_completed() == storage.checkpoint_location(1)
     assert "src-1.state of operator 'src' is missing" in caplog.text
-    assert read_metadata(storage.checkpoint_location(1)).checkpoint_id == 1
+    assert read_metadata(storage.checkpoint_location(1), TEST_KEY).checkpoint_id == 1
 
 
 def test_a_job_whose_retained_checkpoints_are_all_damaged_is_not_started_again_from_scratch(
@@ -190,8 +191,8 @@ def test_retention_keeps_the_newest_checkpoints_only(tmp_path: Path) -> None:
 
 
 def test_savepoints_of_jobs_whose_ids_share_a_prefix_get_their_own_directories(tmp_path: Path) -> None:
-    first = CheckpointStorage(str(tmp_path), "abcdef0000")
-    second = CheckpointStorage(str(tmp_path), "abcdef1111")
+    first = CheckpointStorage(str(tmp_path), "abcdef0000", TEST_KEY)
+    second = CheckpointStorage(str(tmp_path), "abcdef1111", TEST_KEY)
     target = f"file://{tmp_path / 'sp'}"
     assert first.savepoint_location(target, 3) != second.savepoint_location(target, 3)
     assert first.savepoint_location(target, 3).endswith("/savepoint-abcdef0000-3")

@@ -47,4 +47,5 @@ def test_a_rest_port_out_of_range_is_refused_by_the_parser(capsys: pytest.Captur
     with pytest.raises(SystemExit) as exited:
         parser().parse_args(["run", "p.py", "--rest-port", "70000"])
     assert exited.value.code == 2
-    assert "70000 is not a port: give 1 to 65535, or 0 to pick a free one" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "70000 is not a port: give 1 to 65535, 0 to pick a free one, or -1 to serve no REST API" in said

@@ -153,7 +153,7 @@ def test_a_checkpoint_after_a_completed_one_writes_only_what_changed(
     assert [f.full for f in second.chain] == [True, False]
     assert second.chain[0] == first.chain[0]  # the full snapshot is shared, not written again
     assert second.written < first.written / 50
-    delta = list(read_frames(file_uri(location, second.chain[1])))
+    delta = list(read_frames(file_uri(location, second.chain[1]), second.chain[1].sha256))
     assert [(name, upserts, removed) for name, _, upserts, removed in delta] == [("count", {5: 2, 6: 2}, [7])]
     expected = dict.fromkeys(range(10_000), 1) | {5: 2, 6: 2}
     del expected[7]

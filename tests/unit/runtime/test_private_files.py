@@ -11,8 +11,11 @@ import pytest
 from sluice._fs import filesystem
 from sluice._states import CheckpointKind, JobState
 from sluice.checkpoint.metadata import CheckpointMetadata
-from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_bytes, write_metadata
+from sluice.checkpoint.state_key import StateKey
+from sluice.checkpoint.storage import CheckpointStorage, read_metadata, write_metadata, write_state_file
 from sluice.coordinator.result_store import JobResult, read_result, write_result
+
+KEY = StateKey(b"a state key of this test, 32 bytes")
 
 
 def mode(path: Path) -> int:
@@ -28,17 +31,17 @@ def loose_umask() -> object:
 
 @pytest.mark.usefixtures("loose_umask")
 def test_a_checkpoint_on_local_storage_is_private(tmp_path: Path) -> None:
-    storage = CheckpointStorage(f"file://{tmp_path}/chk", "job-1")
+    storage = CheckpointStorage(f"file://{tmp_path}/chk", "job-1", KEY)
     location = storage.checkpoint_location(4)
-    write_bytes(location, "op-0.state", b"pickled state")
-    write_metadata(location, CheckpointMetadata(4, "job-1", CheckpointKind.CHECKPOINT, 0, None, ()))
+    write_state_file(location, "op-0.state", b"pickled state")
+    write_metadata(location, CheckpointMetadata(4, "job-1", CheckpointKind.CHECKPOINT, 0, None, ()), KEY)
     write_result(storage.job_dir, JobResult("job-1", JobState.FINISHED, 0))
     chk = tmp_path / "chk"
     for directory in (chk, chk / "job-1", chk / "job-1" / "chk-4"):
         assert mode(directory) == 0o700, directory
     for name in ("chk-4/op-0.state", "chk-4/_metadata", "job-result.json"):
         assert mode(chk / "job-1" / name) == 0o600, name
-    assert read_metadata(location).checkpoint_id == 4
+    assert read_metadata(location, KEY).checkpoint_id == 4
     result = read_result(storage.job_dir)
     assert result is not None and result.state is JobState.FINISHED
 
@@ -49,8 +52,8 @@ def test_a_savepoint_in_a_directory_of_the_users_keeps_that_directory_as_it_is(t
     # makes below it is private.
     target = tmp_path / "savepoints"
     target.mkdir(mode=0o750)
-    location = CheckpointStorage(str(tmp_path / "chk"), "job-1").savepoint_location(str(target), 7)
-    write_bytes(location, "op-0.state", b"state")
+    location = CheckpointStorage(str(tmp_path / "chk"), "job-1", KEY).savepoint_location(str(target), 7)
+    write_state_file(location, "op-0.state", b"state")
     assert mode(target) == 0o750
     assert mode(Path(location.removeprefix("file://"))) == 0o700
     assert mode(Path(location.removeprefix("file://")) / "op-0.state") == 0o600
@@ -72,7 +75,7 @@ def test_a_link_planted_in_place_of_a_state_file_is_not_written_through(tmp_path
     location.mkdir(parents=True)
     (location / "op-0.state").symlink_to(victim)
     with pytest.raises(OSError, match="Too many levels of symbolic links"):
-        write_bytes(str(location), "op-0.state", b"state")
+        write_state_file(str(location), "op-0.state", b"state")
     assert victim.read_bytes() == b"the victim's file"
 
 

@@ -3,6 +3,7 @@ prefixes are refused with a message; the target that passes is the one that was 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,6 +60,20 @@ def test_targets_under_an_allowed_prefix_pass_in_their_checked_form(target: str,
 def test_targets_outside_the_allowed_prefixes_are_refused(target: str) -> None:
     with pytest.raises(BadRequest, match="targetDirectory"):
         TARGETS.check(target)
+
+
+def test_a_symlink_under_an_allowed_prefix_cannot_lead_out_of_it(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "sp", tmp_path / "elsewhere"
+    allowed.mkdir()
+    outside.mkdir()
+    (allowed / "escape").symlink_to(outside)
+    (allowed / "inside").symlink_to(allowed / "real", target_is_directory=True)
+    targets = SavepointTargets([allowed.as_uri()])
+    for target in (f"{allowed.as_uri()}/escape", f"{allowed.as_uri()}/escape/deeper"):
+        with pytest.raises(BadRequest, match="not under an allowed savepoint location"):
+            targets.check(target)
+    # A link that stays inside passes, in its resolved form: that is where the savepoint is written.
+    assert targets.check(f"{allowed.as_uri()}/inside/x") == f"{allowed.as_uri()}/real/x"
 
 
 def test_no_prefix_allows_nothing() -> None:

@@ -12,7 +12,7 @@ import pytest
 from sluice.checkpoint.metadata import CheckpointMetadata, PendingCommit
 from sluice.checkpoint.restore import FullyFinished, RestoreError, restored_share
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
-from sluice.checkpoint.storage import write_bytes
+from sluice.checkpoint.storage import write_state_file
 from sluice.state.keygroups import key_group_for, key_group_range
 
 from ._support import write_checkpoint
@@ -157,8 +157,8 @@ def test_fully_finished_sink_hands_its_final_commits_to_exactly_one_new_subtask(
     pending = []
     for index in range(3):
         snap = OperatorSnapshot(lists={"pending": [(4, f"txn-{index}")]})
-        pending.append(PendingCommit(index, f"sink-{index}.state", 1))
-        write_bytes(location, f"sink-{index}.state", pickle.dumps(snap))
+        size, digest = write_state_file(location, f"sink-{index}.state", pickle.dumps(snap))
+        pending.append(PendingCommit(index, f"sink-{index}.state", size, digest))
     sink = replace(metadata.operators[0], pending_commits=tuple(pending))
     metadata = replace(metadata, checkpoint_id=4, operators=(sink,))
     for parallelism in (1, 2, 3, 5):

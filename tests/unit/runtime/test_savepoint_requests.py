@@ -16,6 +16,8 @@ from sluice.checkpoint.storage import CheckpointStorage
 from sluice.coordinator.savepoints import Refusal, Savepoint, SavepointRefused, Savepoints
 from sluice.transport.messages import Stop
 
+from ._support import TEST_KEY
+
 
 class _Job:
     """What Savepoints is given by the job master, recorded."""
@@ -28,7 +30,7 @@ class _Job:
         self.broadcast: list[Stop] = []
         self.failed: list[str] = []
         self.savepoints = Savepoints(
-            storage=CheckpointStorage(f"file://{tmp_path / 'chk'}", "job"),
+            storage=CheckpointStorage(f"file://{tmp_path / 'chk'}", "job", TEST_KEY),
             trigger=self._trigger,
             broadcast=self.broadcast.append,
             job_state=lambda: self.state,

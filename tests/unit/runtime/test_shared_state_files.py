@@ -20,6 +20,7 @@ from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChangeLog, SnapshotWrite
 
 from ._graphs import graph
+from ._support import TEST_KEY
 
 
 class Keyed:
@@ -102,7 +103,7 @@ class Job:
         await self.coord.settle()
         for s in self.subtasks:
             s.log.confirm(pending.checkpoint_id)
-        return read_metadata(pending.location)
+        return read_metadata(pending.location, TEST_KEY)
 
     async def declined_checkpoint(self) -> None:
         """Every subtask writes its files, then the checkpoint fails."""
@@ -129,7 +130,7 @@ def test_an_incremental_checkpoint_refers_to_the_full_snapshot_it_adds_to(tmp_pa
         job = Job(tmp_path)
         full_files = await full_then_incremental(job, tmp_path)
         assert len(full_files) == 2
-        second = read_metadata(job.coord.storage.checkpoint_location(2))
+        second = read_metadata(job.coord.storage.checkpoint_location(2), TEST_KEY)
         assert [len(h.keyed_files) for h in second.operators[0].subtasks] == [2, 2]
         assert full_files < shared_files(tmp_path), "checkpoint 1's files are still referenced by 2"
 
@@ -140,7 +141,7 @@ def test_the_record_of_an_incremental_checkpoint_says_what_it_cost(tmp_path: Pat
     async def scenario() -> None:
         job = Job(tmp_path)
         await full_then_incremental(job, tmp_path)
-        handles = read_metadata(job.coord.storage.checkpoint_location(2)).operators[0].subtasks
+        handles = read_metadata(job.coord.storage.checkpoint_location(2), TEST_KEY).operators[0].subtasks
         record = job.coord.history[-1].as_json()
         assert record["bytesWritten"] < job.coord.history[0].as_json()["bytesWritten"] / 10
         assert record["stateSize"] == sum(f.size for h in handles for f in h.keyed_files)
@@ -154,7 +155,7 @@ def test_restore_at_another_parallelism_reads_the_full_snapshot_and_the_delta(tm
     async def scenario() -> None:
         job = Job(tmp_path)
         await full_then_incremental(job, tmp_path)
-        metadata = read_metadata(job.coord.storage.checkpoint_location(2))
+        metadata = read_metadata(job.coord.storage.checkpoint_location(2), TEST_KEY)
         merged: dict[Any, Any] = {}
         for subtask in range(3):
             share = restored_share(metadata, "count", subtask, 3, 128)
@@ -192,17 +193,19 @@ def test_a_checkpoint_whose_shared_file_is_missing_is_damaged(tmp_path: Path) ->
         job = Job(tmp_path)
         await full_then_incremental(job, tmp_path)
         location = job.coord.storage.checkpoint_location(2)
-        assert damage(location) is None
-        referenced = [f.name for h in read_metadata(location).operators[0].subtasks for f in h.keyed_files]
+        assert damage(location, TEST_KEY) is None
+        referenced = [
+            f.name for h in read_metadata(location, TEST_KEY).operators[0].subtasks for f in h.keyed_files
+        ]
         (tmp_path / "chk" / "job" / "shared" / sorted(referenced)[0]).unlink()
-        problem = damage(location)
+        problem = damage(location, TEST_KEY)
         assert problem is not None and "is missing" in problem
 
     asyncio.run(scenario())
 
 
 def storage(tmp_path: Path) -> CheckpointStorage:
-    return CheckpointStorage(f"file://{tmp_path / 'chk'}", "job")
+    return CheckpointStorage(f"file://{tmp_path / 'chk'}", "job", TEST_KEY)
 
 
 async def first_checkpoint(coord: CheckpointCoordinator, subtasks: list[Keyed]) -> None:
@@ -271,7 +274,7 @@ def test_files_of_a_checkpoint_triggered_while_retention_runs_are_not_collected(
         for ack in acks:
             coord.on_ack(ack)
         await coord.settle()
-        assert damage(second.location) is None
+        assert damage(second.location, TEST_KEY) is None
 
     asyncio.run(scenario())
 

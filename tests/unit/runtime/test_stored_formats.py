@@ -13,10 +13,13 @@ import pytest
 from sluice._json import FormatError
 from sluice._states import CheckpointKind, JobState, StopMode
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
+from sluice.checkpoint.integrity import seal
 from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, PendingCommit, SubtaskHandle
 from sluice.checkpoint.storage import damage, read_metadata, write_metadata
 from sluice.coordinator.result_store import JobResult, read_result, result_uri
 from sluice.state.chain_files import KeyedFile
+
+from ._support import TEST_KEY
 
 HANDLE = {"index": 0, "path": "a-0.state", "size": 3, "keyGroups": [0, 63], "operatorState": True}
 ENTRY = {
@@ -65,7 +68,7 @@ def test_metadata_reads_as_written() -> None:
     [
         (("checkpointId",), KeyError, "lacks the field 'checkpointId'"),
         (("checkpointId",), "4", "'checkpointId' must be an integer, not a string"),
-        (("version",), 3, "format version 3; this Sluice reads versions 1, 2"),
+        (("version",), 4, "format version 4; this Sluice reads versions 1, 2, 3"),
         (("kind",), "backup", "'kind' must be one of 'checkpoint', 'savepoint'"),
         (("stopMode",), "terminate", "stopMode must be null, 'drain' or 'no-drain'"),
         (("operators",), {}, "'operators' must be an array, not an object"),
@@ -101,15 +104,17 @@ def test_metadata_that_is_no_json_object_is_refused(payload: bytes) -> None:
 def test_a_malformed_stored_metadata_is_damage_not_a_crash(tmp_path: Path) -> None:
     location = f"file://{tmp_path / 'chk-4'}"
     (tmp_path / "chk-4").mkdir()
-    (tmp_path / "chk-4" / "_metadata").write_text(with_field(("jobId",), None))
-    problem = damage(location)
+    # Sealed with the deployment's key: malformed as the coordinator wrote it, not tampered with.
+    sealed = seal(json.loads(with_field(("jobId",), None)), TEST_KEY)
+    (tmp_path / "chk-4" / "_metadata").write_text(json.dumps(sealed))
+    problem = damage(location, TEST_KEY)
     assert problem is not None and "'jobId' must be a string, not null" in problem
     with pytest.raises(FormatError):
-        read_metadata(location)
+        read_metadata(location, TEST_KEY)
 
 
 def test_written_metadata_reads_back_equal(tmp_path: Path) -> None:
-    chain = (KeyedFile("b-0-3-ab.kv", 9, True, True),)
+    chain = (KeyedFile("b-0-3-ab.kv", 9, True, True, "ab" * 32),)
     metadata = CheckpointMetadata(
         4,
         "job",
@@ -120,13 +125,16 @@ def test_written_metadata_reads_back_equal(tmp_path: Path) -> None:
             OperatorEntry(
                 "a", 2, 128, False, (1,), (SubtaskHandle(0, None, 0, (0, 63), False, False, chain),)
             ),
-            OperatorEntry("sink", 2, 128, True, pending_commits=(PendingCommit(0, "sink-0.state", 5),)),
+            OperatorEntry(
+                "sink", 2, 128, True, pending_commits=(PendingCommit(0, "sink-0.state", 5, "cd" * 32),)
+            ),
         ),
     )
     location = f"file://{tmp_path / 'sp'}"
-    write_metadata(location, metadata)
+    write_metadata(location, metadata, TEST_KEY)
     assert json.loads((tmp_path / "sp" / "_metadata").read_text())["stopMode"] == "drain"
-    assert read_metadata(location) == replace(metadata, location=location)
+    read = read_metadata(location, TEST_KEY)
+    assert read == replace(metadata, location=location, digest=read.digest)
 
 
 def test_a_malformed_job_result_names_the_file_and_field(tmp_path: Path) -> None:

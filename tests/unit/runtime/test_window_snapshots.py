@@ -78,7 +78,7 @@ class Checkpoints:
     def tables_in(self, cid: int) -> set[str]:
         newest = self.chains[cid][-1]
         uri = f"{shared_location(self.location(cid))}/{newest.name}"
-        return {name for name, _, upserts, removed in read_frames(uri) if upserts or removed}
+        return {name for name, _, upserts, removed in read_frames(uri, newest.sha256) if upserts or removed}
 
 
 def results_after_restore(share: RestoredState, subtask: int = 0, parallelism: int = 1) -> list[Any]:
