@@ -25,7 +25,7 @@ DEFAULT_CAPACITY = MAX_CAPACITY
 
 
 class InputChannel:
-    __slots__ = ("_gate", "_queue", "_space", "capacity", "index", "input_index", "on_room")
+    __slots__ = ("_gate", "_queue", "_space", "capacity", "index", "input_index", "on_room", "peak")
 
     def __init__(self, index: int, input_index: int, capacity: int = DEFAULT_CAPACITY) -> None:
         self.index = index
@@ -38,17 +38,23 @@ class InputChannel:
         self.on_room: Callable[[], None] | None = None
         """Called when the queue may have room it had not (an event taken, a larger capacity): a remote
         channel grants its sender credit (`sluice.engine.network`)."""
+        self.peak = 0
+        """The most events queued since the gate last sampled its fill (`InputGate.fill`)."""
 
     async def put(self, event: Event) -> None:
         while len(self._queue) >= self.capacity:
             self._space.clear()
             await self._space.wait()
         self._queue.append(event)
+        if len(self._queue) > self.peak:
+            self.peak = len(self._queue)
         if self._gate is not None:
             self._gate.notify()
 
     def put_nowait(self, event: Event) -> None:
         self._queue.append(event)
+        if len(self._queue) > self.peak:
+            self.peak = len(self._queue)
         if self._gate is not None:
             self._gate.notify()
 
@@ -121,12 +127,19 @@ class InputGate:
         return any(len(c) and i not in self.blocked for i, c in enumerate(self.channels))
 
     def fill(self) -> tuple[int, int]:
-        """Events queued in the channels still open, and their capacity: how far upstream is ahead."""
+        """The most events queued in each channel still open since the previous call, and their
+        capacity: how far upstream got ahead, for the heartbeat.
+
+        The fullest, not the current count: a sample taken at one moment of a backpressured subtask
+        whose queues hold a batch or two (rate-sized) mostly finds one place free, the one its task just
+        took to work on, while its sender waits to fill it again.
+        """
         queued = capacity = 0
         for i, channel in enumerate(self.channels):
             if i not in self.closed:
-                queued += len(channel)
+                queued += min(channel.peak, channel.capacity)
                 capacity += channel.capacity
+            channel.peak = len(channel)
         return queued, capacity
 
 

@@ -163,3 +163,19 @@ def test_heartbeat_metrics_are_checked_like_every_control_message() -> None:
             decode_message(json.dumps({"type": "metrics", "tm": 0, "metrics": bad}).encode(), TO_COORDINATOR)
     with pytest.raises(MessageError, match="not a number"):
         decode_message(b'{"type":"metrics","tm":0,"metrics":{"0:1":{"idleNs":NaN}}}', TO_COORDINATOR)
+
+
+def test_the_queue_fill_a_heartbeat_samples_is_the_fullest_since_the_previous_sample() -> None:
+    async def scenario() -> list[tuple[int, int]]:
+        channel = InputChannel(0, 0, capacity=2)
+        gate = InputGate([channel])
+        await channel.put(Watermark(1))
+        await channel.put(Watermark(2))
+        gate.poll()  # the task takes one to work on: one place free at the moment of the sample
+        samples = [gate.fill()]
+        samples.append(gate.fill())  # nothing queued since: what is there now
+        gate.poll()
+        samples.append(gate.fill())
+        return samples
+
+    assert asyncio.run(scenario()) == [(2, 2), (1, 2), (1, 2)]
