@@ -2,9 +2,10 @@
 schemathesis, against a real running job: no request gets a 5xx or an answer the document does not
 describe, the job keeps running through all of it, and afterwards stops with a savepoint as usual.
 
-The job runs with `--rest-auth all` (what the operator uses) and without a default savepoint directory,
-so that fuzzed savepoint requests can name no directory the job may write: the one savepoint of the test
-goes to a `--savepoint-dir-allow` prefix no generator will guess.
+The job runs with `--rest-auth all` (what the operator uses) and with a savepoint directory that is a
+file, so that no fuzzed savepoint request (nor stop with savepoint, which would end the job as it should)
+can be written: the one savepoint of the test goes to a `--savepoint-dir-allow` prefix no generator will
+guess.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def _fuzz(
 
 def test_fuzzed_requests_get_no_server_error_and_the_job_keeps_running(tmp_path: Path) -> None:
     kept = tmp_path / "kept-savepoints"
+    unwritable = tmp_path / "not-a-directory"
+    unwritable.write_text("savepoints cannot be written below a file\n")
     job = SluiceJob(
         UNBOUNDED,
         "--arg",
@@ -77,6 +80,8 @@ def test_fuzzed_requests_get_no_server_error_and_the_job_keeps_running(tmp_path:
         "all",
         "--savepoint-dir-allow",
         f"file://{kept}",
+        "--savepoint-dir",
+        f"file://{unwritable}",
     )
     try:
         job.wait_checkpoints(1)
@@ -107,7 +112,7 @@ def test_fuzzed_requests_get_no_server_error_and_the_job_keeps_running(tmp_path:
         assert not any(status >= 500 for status in seen), seen
         assert running(), job.stderr
         assert not kept.exists(), "no fuzzed request wrote a savepoint"
-        assert {p.name for p in tmp_path.iterdir()} <= {"chk", "out"}, "nothing else was written"
+        assert {p.name for p in tmp_path.iterdir()} <= {"chk", "out", unwritable.name}, "nothing else was written"
 
         stop = run_cli("stop", "--address", url, "--savepoint-dir", f"file://{kept}")
         assert stop.returncode == 0, stop.stderr + job.stderr
