@@ -46,15 +46,13 @@ class InputChannel:
             self._space.clear()
             await self._space.wait()
         self._queue.append(event)
-        if len(self._queue) > self.peak:
-            self.peak = len(self._queue)
+        self.peak = max(self.peak, len(self._queue))
         if self._gate is not None:
             self._gate.notify()
 
     def put_nowait(self, event: Event) -> None:
         self._queue.append(event)
-        if len(self._queue) > self.peak:
-            self.peak = len(self._queue)
+        self.peak = max(self.peak, len(self._queue))
         if self._gate is not None:
             self._gate.notify()
 

@@ -112,7 +112,9 @@ def test_fuzzed_requests_get_no_server_error_and_the_job_keeps_running(tmp_path:
         assert not any(status >= 500 for status in seen), seen
         assert running(), job.stderr
         assert not kept.exists(), "no fuzzed request wrote a savepoint"
-        assert {p.name for p in tmp_path.iterdir()} <= {"chk", "out", unwritable.name}, "nothing else was written"
+        assert {p.name for p in tmp_path.iterdir()} <= {"chk", "out", unwritable.name}, (
+            "nothing else was written"
+        )
 
         stop = run_cli("stop", "--address", url, "--savepoint-dir", f"file://{kept}")
         assert stop.returncode == 0, stop.stderr + job.stderr
