@@ -69,9 +69,10 @@ ENV PATH=/opt/sluice/.venv/bin:$PATH \
 
 # Non-root, with group 0 so that clusters running pods under an arbitrary UID can still write HOME.
 # Pods run with a read-only root file system: the operator mounts emptyDirs at HOME and /tmp (and at
-# Spark's local dirs), so HOME is a directory of its own, not /opt/sluice.
+# Spark's local dirs), so HOME is a directory of its own, not /opt/sluice. /opt/sluice is only read
+# (its files are world-readable); a chmod of it would copy all of it into one more layer.
 RUN useradd --uid 185 --gid 0 --home-dir /home/sluice --create-home --shell /usr/sbin/nologin sluice \
- && chmod -R g=u /opt/sluice /home/sluice
+ && chmod -R g=u /home/sluice
 ENV HOME=/home/sluice
 USER 185:0
 

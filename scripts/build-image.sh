@@ -112,8 +112,11 @@ case $builder in
         "$builder" build --layers --network host "${base_args[@]}" "${secret_args[@]}" -t "$tag" "$repo" >&2 ;;
 esac
 echo "image build time: $((SECONDS - start)) s" >&2
-size=$("$builder" image inspect --format '{{.Size}}' "$tag" 2>/dev/null || echo 0)
-log "$tag is $((size / 1024 / 1024)) MiB"
+case $builder in
+    buildah) size=$(buildah images --noheading --format '{{.Size}}' "$tag" | head -n1) ;;
+    *) size="$(($("$builder" image inspect --format '{{.Size}}' "$tag") / 1000000)) MB" ;;
+esac
+echo "image size: $size" >&2
 
 if $archive; then
     mkdir -p "$cache"

@@ -211,7 +211,7 @@ start_control_plane() {
         --client-ca-file "$pki/ca.crt" \
         --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
         --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
-        --kubelet-certificate-authority "$pki/ca.crt" \
+        --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP \
         --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
         --service-account-issuer https://kubernetes.default.svc.cluster.local \
         --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
@@ -307,6 +307,9 @@ state = "$run_dir/containerd"
   address = ""
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$pause_image"
+  # Where this runs without CAP_SYS_RESOURCE (inside a container, say), a negative oom_score_adj, as
+  # the kubelet asks for sandboxes and critical pods, fails runc; keep scores at or above containerd's.
+  restrict_oom_score_adj = true
   enable_selinux = false
   # The pods' network namespaces live under the cluster's run directory, so that "down" finds them.
   netns_mounts_under = "$run_dir/netns"
@@ -384,10 +387,10 @@ conntrack: {maxPerCore: 0}
 EOF
     start kube-proxy "$node_bin/kube-proxy" --config "$state/kube-proxy.yaml"
 
-    # CoreDNS runs on the node (as a DaemonSet with hostNetwork would) behind the kube-dns Service.
+    # CoreDNS runs on the node (as a DaemonSet with hostNetwork would) behind the kube-dns Service; it
+    # listens on every address of the node's network namespace, which holds nothing but the cluster.
     cat >"$state/Corefile" <<EOF
 .:53 {
-    bind $node_ip
     errors
     health 127.0.0.1:8080
     ready 127.0.0.1:8181
@@ -427,6 +430,10 @@ ports:
 - {name: dns-tcp, port: 53, protocol: TCP}
 EOF
 
+}
+
+# The NetworkPolicy firewall looks its node up when it starts: after the node has registered.
+start_firewall() {
     start kube-router "$node_bin/kube-router" --kubeconfig "$state/kube-router.kubeconfig" \
         --hostname-override "$node_name" --run-firewall=true --run-router=false \
         --run-service-proxy=false --metrics-port 0 --health-port 20244
@@ -462,6 +469,7 @@ up() {
     start_control_plane
     start_node
     wait_node_ready
+    start_firewall
     echo "cluster up time: $((SECONDS - started)) s" >&2
     echo "$state/admin.kubeconfig"
 }
@@ -533,7 +541,14 @@ case ${1:-} in
         shift
         need_root
         (($#)) || die "load: give image archives"
-        for archive in "$@"; do ctr_node images import "$archive" >/dev/null; done
+        mkdir -p "$state/loaded"
+        for archive in "$@"; do
+            # Archives of scripts/build-image.sh are named by their content: one is imported once.
+            stamp=$state/loaded/$(basename "$archive").$(stat -c %s-%Y "$archive")
+            [[ -e $stamp ]] && continue
+            ctr_node images import "$archive" >/dev/null
+            touch "$stamp"
+        done
         ;;
     netns) echo "$netns" ;;
     *) sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
