@@ -171,7 +171,8 @@ start() { # NAME COMMAND...: runs COMMAND in the node's network namespace, detac
     if running "$name"; then
         return 0
     fi
-    setsid nsenter --net="/run/netns/$netns" -- "$@" >>"$state/logs/$name.log" 2>&1 </dev/null &
+    # Not holding the lock of `up` (fd 9): a daemon would keep it for its whole life.
+    setsid nsenter --net="/run/netns/$netns" -- "$@" >>"$state/logs/$name.log" 2>&1 </dev/null 9>&- &
     echo $! >"$state/pids/$name"
 }
 
@@ -457,7 +458,7 @@ up() {
     find_binaries
     mkdir -p "$state/logs" "$state/pids"
     chmod 700 "$state"
-    exec 9>"$state/.lock"
+    exec 9>"$state/up.lock"
     flock 9
     local started=$SECONDS
     make_pki
