@@ -51,9 +51,9 @@ def _run(argv: list[str], what: str, timeout: float) -> str:
     result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{what} failed ({result.returncode}):\n{result.stderr[-4000:]}")
-    # Build and start-up times are printed by the scripts; pass them on to the test's output.
+    # The scripts print build and start-up times and the image's size; pass them on to the output.
     for line in result.stderr.splitlines():
-        if line.endswith(" s") and ("time:" in line):
+        if line.startswith(("cluster up time:", "image build time:", "image size:")):
             print(line)
     return result.stdout.strip()
 

@@ -34,20 +34,30 @@ RELEASE = "sluice"
 DNS_SERVICE = "10.96.0.10"
 DRIVER_PORT = 7078
 """spark.driver.port of every coordinator (the operator sets it)."""
+
 # A pod that tries to open TCP connections and says, per target, whether it could: "open", "refused"
-# (something answered with a reset) or "timeout" (packets dropped, as a NetworkPolicy does).
+# (something answered with a reset) or "timeout" (packets dropped, as a NetworkPolicy does). A target
+# written "+host:port" is tried again for up to a minute until it opens: a firewall learns of a new
+# pod's address only some time after the pod started, and until then treats it as a stranger.
 _CONNECT = """
-import socket, sys
-for target in sys.argv[1:]:
-    host, port = target.rsplit(":", 1)
+import socket, sys, time
+def connect(host, port):
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
-        result = "open"
+        return "open"
     except ConnectionRefusedError:
-        result = "refused"
+        return "refused"
     except OSError:
-        result = "timeout"
-    print(target, result, flush=True)
+        return "timeout"
+for target in sys.argv[1:]:
+    patient = target.startswith("+")
+    host, port = target.lstrip("+").rsplit(":", 1)
+    deadline = time.monotonic() + (60 if patient else 0)
+    result = connect(host, port)
+    while patient and result != "open" and time.monotonic() < deadline:
+        time.sleep(1)
+        result = connect(host, port)
+    print(target.lstrip("+"), result, flush=True)
 """
 
 
@@ -70,7 +80,9 @@ def restricted_release(real_node: RealNode) -> Iterator[E2ECluster]:  # noqa: F8
         kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
-@pytest.mark.timeout(900)
+# func_only: the session fixture's first, cold set-up (binaries, base, image: tens of minutes on 2
+# cores) is bounded by its own subprocess timeouts, not by the test's.
+@pytest.mark.timeout(900, func_only=True)
 def test_bounded_job_on_a_real_node_in_a_restricted_namespace(restricted_release: E2ECluster) -> None:
     e2e = restricted_release
     e2e.operator.start()
@@ -139,7 +151,7 @@ def _connect_from(
     return dict(zip(lines[0::2], lines[1::2], strict=True))
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, func_only=True)
 def test_network_policies_dashboard_port_forward_and_drain_on_a_real_node(
     restricted_release: E2ECluster,
     real_node: RealNode,  # noqa: F811
@@ -164,7 +176,7 @@ def test_network_policies_dashboard_port_forward_and_drain_on_a_real_node(
     rest, driver = f"{coordinator_ip}:{REST_PORT}", f"{coordinator_ip}:{DRIVER_PORT}"
     dns = f"{DNS_SERVICE}:53"
     blocked = {"refused", "timeout"}
-    insider = _connect_from(real_node, e2e.namespace, [driver, rest], labels={JOB_LABEL: name})
+    insider = _connect_from(real_node, e2e.namespace, [f"+{driver}", rest], labels={JOB_LABEL: name})
     assert insider[driver] == "open" and insider[rest] in blocked, insider
     outsider = f"outsider-{uuid.uuid4().hex[:6]}"
     e2e.kube.kubectl("create", "namespace", outsider)
