@@ -63,7 +63,11 @@ if $local_base; then
     base_ref=localhost/sluice-base:${base_key##*-}
     # The base's tar is a root file system; importing it gives the builder an image with no config,
     # so the PATH a Debian image has is set here.
-    if ! "$builder" image inspect "$base_ref" >/dev/null 2>&1; then
+    case $builder in
+        buildah) inspect=(buildah inspect --type image) ;;
+        *) inspect=("$builder" image inspect) ;;
+    esac
+    if ! "${inspect[@]}" "$base_ref" >/dev/null 2>&1; then
         log "importing $base_tar as $base_ref"
         path_env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
         case $builder in

@@ -312,8 +312,6 @@ state = "$run_dir/containerd"
   # the kubelet asks for sandboxes and critical pods, fails runc; keep scores at or above containerd's.
   restrict_oom_score_adj = true
   enable_selinux = false
-  # The pods' network namespaces live under the cluster's run directory, so that "down" finds them.
-  netns_mounts_under = "$run_dir/netns"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -521,10 +519,28 @@ unmount_under() { # DIR: every mount under DIR, deepest first
     done < <(awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r)
 }
 
+# The pods' network namespaces (/run/netns/cni-*, where containerd 1.6 puts them whatever
+# netns_mounts_under says), as the runtime's containers name them in their specs: only this cluster's,
+# read while its containerd still answers.
+pod_netns_paths() {
+    [[ -S $run_dir/containerd.sock ]] || return 0
+    local id
+    for id in $(ctr_node containers ls -q 2>/dev/null); do
+        ctr_node containers info "$id" 2>/dev/null | grep -o '"path": "/[^"]*netns/cni-[^"]*"' | cut -d'"' -f4
+    done | sort -u
+}
+
 down() {
     need_root
     [[ -d $state || -e /run/netns/$netns ]] || return 0
+    local pod_netns
+    pod_netns=$(pod_netns_paths)
     stop_all
+    local path
+    for path in $pod_netns; do
+        umount "$path" 2>/dev/null || true
+        rm -f "$path"
+    done
     unmount_under "$state"
     unmount_under "$run_dir"
     ip link delete "$host_link" 2>/dev/null || true
