@@ -526,7 +526,9 @@ pod_netns_paths() {
     [[ -S $run_dir/containerd.sock ]] || return 0
     local id
     for id in $(ctr_node containers ls -q 2>/dev/null); do
-        ctr_node containers info "$id" 2>/dev/null | grep -o '"path": "/[^"]*netns/cni-[^"]*"' | cut -d'"' -f4
+        # An application container joins its sandbox's namespace through /proc, and names no path here.
+        ctr_node containers info "$id" 2>/dev/null | grep -o '"path": "/[^"]*netns/cni-[^"]*"' | cut -d'"' -f4 \
+            || true
     done | sort -u
 }
 
