@@ -3,37 +3,50 @@
 #
 #   docker build -t sluice:dev .
 #   docker run --rm sluice:dev operator --help
-FROM python:3.11-slim-bookworm AS base
+#
+# scripts/build-image.sh builds it with docker, podman or buildah, and can make the base itself from
+# Debian packages (docker/base-image.sh) for machines that cannot pull one:
+#   scripts/build-image.sh --local-base
+#
+# BASE_IMAGE is any Debian bookworm image with Python 3.11 (python3 on PATH): the public default, or
+# the local base, which already holds the Java runtime, tini and procps; apt runs only for what is missing.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE} AS base
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 
 # Java 17 for Spark; tini reaps the JVM's children and forwards signals, as in Spark's own images.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini procps \
- && rm -rf /var/lib/apt/lists/* \
+COPY docker/apt-ensure.sh /usr/local/sbin/apt-ensure
+COPY docker/build-ca-env.sh /usr/local/share/sluice/build-ca-env.sh
+RUN apt-ensure openjdk-17-jre-headless tini procps \
  && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /usr/lib/jvm/sluice-java
 
 ENV JAVA_HOME=/usr/lib/jvm/sluice-java \
     SLUICE_HOME=/opt/sluice \
     UV_PROJECT_ENVIRONMENT=/opt/sluice/.venv \
     UV_COMPILE_BYTECODE=1 \
-    UV_LINK_MODE=copy
+    UV_LINK_MODE=copy \
+    UV_PYTHON=python3 \
+    UV_PYTHON_DOWNLOADS=never
 
 WORKDIR /opt/sluice
 
 # Locked dependencies first, so that code changes do not reinstall them.
-RUN pip install --no-cache-dir "uv>=0.5,<1"
+# uv in a venv of its own: Debian's python3 has no pip of its own to install into (PEP 668).
+RUN --mount=type=secret,id=ca-bundle . /usr/local/share/sluice/build-ca-env.sh \
+ && python3 -m venv /opt/uv \
+ && /opt/uv/bin/pip install --no-cache-dir --disable-pip-version-check "uv>=0.5,<1" \
+ && ln -s /opt/uv/bin/uv /usr/local/bin/uv
 COPY pyproject.toml uv.lock README.md ./
-RUN uv sync --frozen --no-dev --no-install-project --extra operator --extra s3 --extra postgres --extra tls --extra kafka
+RUN --mount=type=secret,id=ca-bundle . /usr/local/share/sluice/build-ca-env.sh \
+ && uv sync --frozen --no-dev --no-install-project --extra operator --extra s3 --extra postgres --extra tls --extra kafka
 
 # The runtime's Spark-on-Kubernetes feature step (names TaskManager pods <job>-taskmanager-<n>), compiled
 # against the very Spark jars installed above; the JDK stays in this stage, the image keeps the JRE.
 FROM base AS jvm
-RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
- && rm -rf /var/lib/apt/lists/*
+RUN apt-ensure openjdk-17-jdk-headless
 COPY runtime/sluice/hosts/spark/_jvm/src ./runtime/sluice/hosts/spark/_jvm/src
 COPY scripts/build-jvm.sh ./scripts/build-jvm.sh
 RUN SLUICE_VENV_PYTHON=/opt/sluice/.venv/bin/python scripts/build-jvm.sh
@@ -45,7 +58,8 @@ COPY operator ./operator
 COPY examples ./examples
 COPY crds ./crds
 COPY docker ./docker
-RUN uv sync --frozen --no-dev --no-editable --extra operator --extra s3 --extra postgres --extra tls --extra kafka \
+RUN --mount=type=secret,id=ca-bundle . /usr/local/share/sluice/build-ca-env.sh \
+ && uv sync --frozen --no-dev --no-editable --extra operator --extra s3 --extra postgres --extra tls --extra kafka \
  && chmod 0755 docker/entrypoint.sh
 
 ENV PATH=/opt/sluice/.venv/bin:$PATH \
@@ -55,9 +69,10 @@ ENV PATH=/opt/sluice/.venv/bin:$PATH \
 
 # Non-root, with group 0 so that clusters running pods under an arbitrary UID can still write HOME.
 # Pods run with a read-only root file system: the operator mounts emptyDirs at HOME and /tmp (and at
-# Spark's local dirs), so HOME is a directory of its own, not /opt/sluice.
+# Spark's local dirs), so HOME is a directory of its own, not /opt/sluice. /opt/sluice is only read
+# (its files are world-readable); a chmod of it would copy all of it into one more layer.
 RUN useradd --uid 185 --gid 0 --home-dir /home/sluice --create-home --shell /usr/sbin/nologin sluice \
- && chmod -R g=u /opt/sluice /home/sluice
+ && chmod -R g=u /home/sluice
 ENV HOME=/home/sluice
 USER 185:0
 

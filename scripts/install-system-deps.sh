@@ -6,7 +6,11 @@
 #     (scripts/build-jvm.sh);
 #   - Maven, which fetches the Kafka broker's jars from Maven Central once (scripts/kafka-jars.sh);
 #   - Chromium, the browser the dashboard tests drive headless through Playwright (browsers cannot be
-#     downloaded by Playwright itself here; the tests point it at /usr/bin/chromium).
+#     downloaded by Playwright itself here; the tests point it at /usr/bin/chromium);
+#   - what builds the image and runs the real one-node cluster of the e2e tests (scripts/build-image.sh,
+#     scripts/k8s-cluster.sh): mmdebstrap (the image's base from Debian packages), buildah (the image
+#     from the Dockerfile), containerd and runc, the CNI plugins, iptables and ipset (kube-proxy and the
+#     NetworkPolicy firewall), conntrack.
 #
 # Idempotent and quick when warm: each package is installed only when what it provides is missing, and
 # apt is not touched at all (no `apt-get update`) when nothing is missing. Non-interactive.
@@ -42,8 +46,19 @@ if ! command -v chromium >/dev/null; then
     missing+=(chromium)
 fi
 
+# command → Debian package, for the image builder and the one-node cluster.
+for pair in mmdebstrap:mmdebstrap buildah:buildah containerd:containerd runc:runc iptables:iptables \
+    ipset:ipset conntrack:conntrack; do
+    if ! command -v "${pair%%:*}" >/dev/null; then
+        missing+=("${pair#*:}")
+    fi
+done
+if [ ! -x /usr/lib/cni/bridge ]; then
+    missing+=(containernetworking-plugins)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
-    log "nothing to install (PostgreSQL, a Java 17+ JDK, Maven and Chromium present)"
+    log "nothing to install (PostgreSQL, a Java 17+ JDK, Maven, Chromium and the cluster's tools present)"
     exit 0
 fi
 

@@ -1,0 +1,118 @@
+"""A real one-node cluster for end-to-end tests: containers, Services, DNS and NetworkPolicies.
+
+`scripts/k8s-cluster.sh up` starts it (every component inside a network namespace of its own, see the
+script); `scripts/build-image.sh --local-base --archive` builds the image from the Dockerfile on a base
+made from Debian packages, and the cluster's containerd imports it as `sluice:dev`, the name the
+examples and the chart use. Both are cached outside the clone, so a warm session reuses them.
+
+Object storage is a moto S3 server inside the node's network namespace, on the node's address: pods
+reach it as they would a bucket outside the cluster, and so does this machine, over the veth pair that
+joins it to the namespace. No address outside this machine is ever used.
+
+The cluster stays up for the whole session and is taken down at its end, unless it was already up
+when the session began (`scripts/k8s-cluster.sh up` by hand): then it is left as found.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from testkit.kube import REPO_ROOT, KubeEnv, k8s_bin_dir
+
+CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "k8s-cluster.sh"
+IMAGE_SCRIPT = REPO_ROOT / "scripts" / "build-image.sh"
+IMAGE = "sluice:dev"
+NODE_IP = "10.250.0.2"
+S3_PORT = 9000
+"""A port of the node's network namespace, where nothing else listens."""
+
+
+@dataclass
+class RealNode:
+    kube: KubeEnv
+    netns: str
+    s3_endpoint: str
+    setup_seconds: float
+
+    def in_node(self, *argv: str) -> list[str]:
+        """`argv` run in the node's network namespace (where the pods' addresses are routed)."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}", "--", *argv]
+
+
+def _run(argv: list[str], what: str, timeout: float) -> str:
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    # The scripts print build and start-up times and the image's size; pass them on to the output.
+    for line in result.stderr.splitlines():
+        if line.startswith(("cluster up time:", "image build time:", "image size:")):
+            print(line)
+    return result.stdout.strip()
+
+
+def _start_s3(node_netns: str, log: Path) -> subprocess.Popen[bytes]:
+    python = REPO_ROOT / ".venv" / "bin" / "python"
+    argv = ["nsenter", f"--net=/run/netns/{node_netns}", "--", str(python), "-m", "moto.server"]
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [*argv, "--host", NODE_IP, "--port", str(S3_PORT)], stdout=out, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://{NODE_IP}:{S3_PORT}/moto-api/", timeout=2).close()
+            return server
+        except OSError:
+            if server.poll() is not None:
+                break
+            time.sleep(0.3)
+    server.kill()
+    raise RuntimeError(f"the S3 server in the node's network namespace did not start:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+    if os.geteuid() != 0:
+        raise RuntimeError(
+            "the real-node tests need root (a network namespace, containerd, mounts, cgroups); "
+            "run them as root, or deselect them with -k 'not real_node'"
+        )
+    started = time.monotonic()
+    was_up = subprocess.run([str(CLUSTER_SCRIPT), "status"], check=False).returncode == 0
+    kubeconfig = Path(_run([str(CLUSTER_SCRIPT), "up"], "scripts/k8s-cluster.sh up", timeout=3600))
+    netns = _run([str(CLUSTER_SCRIPT), "netns"], "scripts/k8s-cluster.sh netns", timeout=10)
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        archive = _run(
+            [str(IMAGE_SCRIPT), "--builder", "buildah", "--local-base", "--tag", IMAGE, "--archive"],
+            "scripts/build-image.sh",
+            timeout=3600,
+        )
+        _run([str(CLUSTER_SCRIPT), "load", archive], "scripts/k8s-cluster.sh load", timeout=600)
+        workdir = tmp_path_factory.mktemp("real-node")
+        server = _start_s3(netns, workdir / "moto.log")
+        kube = KubeEnv(
+            kubeconfig=kubeconfig,
+            server=f"https://{NODE_IP}:6443",
+            bin_dir=k8s_bin_dir(),
+            external=True,
+            helm_home=workdir / "helm",
+        )
+        kube.apply_crds()
+        node = RealNode(kube, netns, f"http://{NODE_IP}:{S3_PORT}", time.monotonic() - started)
+        print(f"real node set-up time: {node.setup_seconds:.0f} s")
+        yield node
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+        if not was_up and os.environ.get("SLUICE_KEEP_CLUSTER") != "1":
+            subprocess.run([str(CLUSTER_SCRIPT), "down"], check=False, timeout=300)
