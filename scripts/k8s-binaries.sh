@@ -5,13 +5,14 @@
 # Sources, in order:
 #   1. $KUBEBUILDER_ASSETS (the envtest binaries of a developer laptop) for every binary it holds;
 #      envtest ships no kube-controller-manager and no helm, so those come from PATH or from (2).
-#   2. Built once from the pinned Go modules in hack/k8s-testenv/ into .cache/k8s/<version>/bin and
-#      reused afterwards. The build is keyed on the pins (go.mod/go.sum), so changing a pin rebuilds.
+#   2. Built once from the pinned Go modules in hack/k8s-testenv/ into
+#      ${SLUICE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sluice}/k8s/<version>/bin, outside the checkout, and
+#      reused afterwards by every clone on the machine. The build is keyed on the pins (go.mod/go.sum),
+#      so changing a pin rebuilds.
 #
 # Go's module and build caches are the user's defaults (GOMODCACHE, GOCACHE; override them in the
 # environment if you like): they are shared with every other checkout and worktree on the machine, so
-# a second clone does not download and compile Kubernetes again. Only the finished binaries live in the
-# repo's .cache/.
+# a second clone does not download and compile Kubernetes again.
 #
 # Progress goes to stderr; stdout carries only the directory, so callers can do
 #   bin_dir=$(scripts/k8s-binaries.sh)
@@ -42,7 +43,8 @@ if [[ -z $k8s_version ]]; then
     log "cannot read the k8s.io/kubernetes pin from $mod_dir/go.mod"
     exit 1
 fi
-cache_root=${SLUICE_K8S_CACHE:-$repo/.cache/k8s}
+# Outside the checkout: a fresh clone (CI's, a second worktree) finds the binaries an earlier one built.
+cache_root=${SLUICE_K8S_CACHE:-${SLUICE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sluice}/k8s}
 version_dir=$cache_root/$k8s_version
 bin_dir=$version_dir/bin
 helm_version=$(pinned_version "$helm_mod_dir/go.mod" helm.sh/helm/v4)

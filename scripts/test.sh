@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh machine and runs the whole test suite:
 #   system packages (PostgreSQL, Java), the locked Python environment, the Kubernetes test binaries
-#   (built once from the Go module proxy and cached under .cache/), then lint, types, layer contracts,
+#   (built once from the Go module proxy and cached under ~/.cache/sluice/), then lint, types, layer contracts,
 #   and the unit, integration and end-to-end tests, each tier as its own pytest run.
 #
 #   scripts/test.sh            everything (what CI runs)
