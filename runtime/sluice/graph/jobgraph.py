@@ -57,6 +57,8 @@ class JobEdge:
     """Position of this edge among the target vertex's inputs."""
     tag: str | None = None
     """The side output of the source vertex's last operator this edge carries; None: its main output."""
+    side: int = 0
+    """Which input of the target's two-input head operator it feeds (0 or 1); 0 for one-input heads."""
 
     @property
     def pattern(self) -> str:
@@ -126,7 +128,7 @@ def build_job_graph(
         vertices.append(vertex)
         vertex_of[node.id] = vertex
         for index, (inp, partitioning) in enumerate(zip(node.inputs, partitionings[node.id], strict=True)):
-            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index, inp.tag)
+            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index, inp.tag, inp.side)
             vertex.inputs.append(edge)
             vertices[edge.source].outputs.append(edge)
     for node in nodes:
