@@ -9,15 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import pytest
-
 import sluice
 from sluice.checkpoint.state_key import load_state_key
 from sluice.checkpoint.storage import read_metadata
 from sluice.connectors import GeneratorSource, SequenceSource
 from sluice.state.descriptors import ListStateDescriptor, ValueStateDescriptor
 from sluice.testing import CollectingSink, FailingSource, run_job, start_job
-from sluice.windows import EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
 
 N = 1_200
 KEYS = 12
@@ -74,9 +71,7 @@ def _enrichment_reference() -> Counter[Any]:
 
 def test_a_keyed_co_process_joins_events_with_a_dimension_that_finished_first_across_a_failure() -> None:
     sink = CollectingSink()
-    events = FailingSource(
-        GeneratorSource(_event, count=N, rate=2_000), fail_on=lambda e: e[1] == N * 3 // 4
-    )
+    events = FailingSource(GeneratorSource(_event, count=N, rate=2_000), fail_on=lambda e: e[1] == N * 3 // 4)
     outcome = run_job(_enrichment(events, sink), *OPTIONS)
     assert (outcome.state, outcome.error) == ("FINISHED", None)
     assert events.failures_left() == 0
