@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 import sluice
 from sluice.checkpoint.state_key import load_state_key
 from sluice.checkpoint.storage import read_metadata
 from sluice.connectors import GeneratorSource, SequenceSource
-from sluice.state.descriptors import ListStateDescriptor, ValueStateDescriptor
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.testing import CollectingSink, FailingSource, run_job, start_job
+from sluice.windows import EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
 
 N = 1_200
 KEYS = 12
@@ -83,9 +86,9 @@ def test_a_keyed_co_process_joins_events_with_a_dimension_that_finished_first_ac
 def test_a_checkpoint_after_the_dimension_ended_records_it_finished_and_a_resume_does_not_replay_it(
     tmp_path: Any,
 ) -> None:
-    first = CollectingSink()
+    sink = CollectingSink()  # one sink for both runs, see the broadcast rescale test
     events = GeneratorSource(_event, count=None, rate=1_500)
-    with start_job(_enrichment(events, first), *OPTIONS, "--savepoint-dir", str(tmp_path)) as job:
+    with start_job(_enrichment(events, sink), *OPTIONS, "--savepoint-dir", str(tmp_path)) as job:
         job.wait_checkpoints(4)
         savepoint = job.stop(drain=False)
     metadata = read_metadata(savepoint, load_state_key())
@@ -93,14 +96,182 @@ def test_a_checkpoint_after_the_dimension_ended_records_it_finished_and_a_resume
     assert entries["dimension"].fully_finished
     assert entries["dimension-rows"].fully_finished
     assert not entries["enrich"].fully_finished and not entries["events"].fully_finished
-    # Resumed: the events go on from where they stopped, the dimension is not read again, and the
-    # names it gave before the stop still enrich the events after it.
-    second = CollectingSink()
+    # Resumed: the events go on from where they stopped, the dimension is not read again (its records'
+    # markers stay once each), and the names it gave before the stop enrich the events after it.
     bounded = GeneratorSource(_event, count=N * 3, rate=3_000)
-    outcome = run_job(_enrichment(bounded, second), *OPTIONS, "--from-savepoint", savepoint)
-    assert outcome.state == "FINISHED"
-    markers = [r for r in first.records() + second.records() if r[0] == "dimension"]
-    assert sorted(markers) == [("dimension", k) for k in range(KEYS)]
-    enriched = [r for r in second.records() if r[0] != "dimension"]
-    assert enriched, "the resumed job enriched nothing"
-    assert all(name == f"name-{n % KEYS}" for n, name in enriched)
+    outcome = run_job(_enrichment(bounded, sink), *OPTIONS, "--from-savepoint", savepoint)
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    expected: Counter[Any] = Counter((i, f"name-{i % KEYS}") for i in range(N * 3))
+    expected.update(("dimension", k) for k in range(KEYS))
+    assert Counter(sink.records()) == expected
+
+
+# -- the broadcast state pattern ---------------------------------------------------------------------
+
+
+def _rule(k: int) -> tuple[int, int]:
+    return (k, k * 10)
+
+
+class ApplyRules(sluice.KeyedBroadcastProcessFunction):
+    """Holds each event until the watermark passes it; the watermark is the minimum of both inputs, so
+    that is after every rule arrived (the rules input ends, its watermark becomes the maximum)."""
+
+    def open(self, ctx: sluice.RuntimeContext) -> None:
+        self.held = ctx.get_map_state(MapStateDescriptor("held"))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.held.put(ctx.timestamp, value)
+        ctx.timer_service.register_event_time_timer(ctx.timestamp)
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+        ctx.broadcast_state("rules")[value[0]] = value[1]
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        event = self.held.get(timestamp)
+        self.held.remove(timestamp)
+        return [(event[1], ctx.broadcast_state("rules")[ctx.key])]
+
+
+def _rules_job(events: sluice.connectors.Source, sink: CollectingSink):  # type: ignore[no-untyped-def,type-arg]
+    def build(env: sluice.StreamEnvironment) -> None:
+        rules = env.from_source(SequenceSource(0, KEYS), uid="rules").map(_rule, uid="rule-rows")
+        (
+            env.from_source(events, uid="events")
+            .assign_timestamps(lambda e: e[1], uid="stamps")
+            .key_by(lambda e: e[0])
+            .connect(rules.broadcast())
+            .process(ApplyRules(), uid="apply-rules")
+            .sink_to(sink, uid="sink")
+        )
+
+    return build
+
+
+@pytest.mark.parametrize("backend", ["heap", "disk"])
+def test_broadcast_rules_reach_every_event_across_a_failure(backend: str) -> None:
+    sink = CollectingSink()
+    events = FailingSource(GeneratorSource(_event, count=N, rate=2_000), fail_on=lambda e: e[1] == N // 2)
+    outcome = run_job(_rules_job(events, sink), *OPTIONS, "--state-backend", backend)
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    assert events.failures_left() == 0
+    assert sorted(sink.records()) == [(i, (i % KEYS) * 10) for i in range(N)]
+
+
+def test_broadcast_state_is_restored_to_every_subtask_at_a_higher_parallelism(tmp_path: Any) -> None:
+    # One sink for both runs: the resumed job commits the savepoint's transaction again, and a sink's
+    # commit of a transaction it already committed is a no-op.
+    sink = CollectingSink()
+    events = GeneratorSource(_event, count=None, rate=1_500)
+    with start_job(_rules_job(events, sink), *OPTIONS, "--savepoint-dir", str(tmp_path)) as job:
+        job.wait_checkpoints(3)
+        savepoint = job.stop(drain=False)
+    entries = {op.uid: op for op in read_metadata(savepoint, load_state_key()).operators}
+    assert entries["rules"].fully_finished and not entries["apply-rules"].fully_finished
+    # Resumed at parallelism 3: the rules input is finished and not read again, so the third subtask
+    # has rules only if the restore gave it the broadcast state; every key's events need them.
+    resumed = GeneratorSource(_event, count=N * 2, rate=4_000)
+    outcome = run_job(
+        _rules_job(resumed, sink), *OPTIONS, "--parallelism", "3", "--from-savepoint", savepoint
+    )
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    assert sorted(sink.records()) == [(i, (i % KEYS) * 10) for i in range(N * 2)]
+
+
+# -- joins ---------------------------------------------------------------------------------------------
+
+
+def _left(i: int) -> tuple[int, int]:
+    return (i % KEYS, i * 2)
+
+
+def _right(i: int) -> tuple[int, int]:
+    return (i % KEYS, i * 3 + 1)
+
+
+def _two_sides(env: sluice.StreamEnvironment, left: Any, right: Any) -> tuple[Any, Any]:
+    a = env.from_source(left, uid="left").assign_timestamps(lambda e: e[1], uid="left-stamps")
+    b = env.from_source(right, uid="right").assign_timestamps(lambda e: e[1], uid="right-stamps")
+    return a, b
+
+
+@pytest.mark.parametrize("backend", ["heap", "disk"])
+def test_an_interval_join_finds_every_pair_once_across_a_failure(backend: str) -> None:
+    lower, upper = -7, 4
+    sink = CollectingSink()
+    left = FailingSource(GeneratorSource(_left, count=N, rate=2_000), fail_on=lambda e: e[1] == N)
+    right = GeneratorSource(_right, count=N, rate=2_000)
+
+    def build(env: sluice.StreamEnvironment) -> None:
+        a, b = _two_sides(env, left, right)
+        a.key_by(lambda e: e[0]).interval_join(b.key_by(lambda e: e[0])).between(lower, upper).process(
+            lambda x, y: (x[1], y[1]),
+            uid="join",
+        ).sink_to(sink, uid="sink")
+
+    outcome = run_job(build, *OPTIONS, "--state-backend", backend)
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    assert left.failures_left() == 0
+    lefts, rights = [_left(i) for i in range(N)], [_right(i) for i in range(N)]
+    expected = [
+        (lt, rt) for lk, lt in lefts for rk, rt in rights if lk == rk and lt + lower <= rt <= lt + upper
+    ]
+    assert expected and sorted(sink.records()) == sorted(expected)
+
+
+def _windows_of(assigner: Any, ts: int) -> list[tuple[int, int]]:
+    if isinstance(assigner, TumblingEventTimeWindows):
+        start = ts - ts % assigner.size_ms
+        return [(start, start + assigner.size_ms)]
+    size, slide = assigner.size_ms, assigner.slide_ms
+    last = ts - ts % slide
+    return [(s, s + size) for s in range(last, ts - size, -slide)]
+
+
+def _burst(i: int, offset: int) -> tuple[int, int]:
+    """Records in bursts: 10 close together per key, then a long pause; a burst is one session."""
+    return (i % KEYS, (i // (KEYS * 10)) * 1_000 + (i % (KEYS * 10)) + offset)
+
+
+@pytest.mark.parametrize(
+    "assigner",
+    [
+        TumblingEventTimeWindows.of_millis(50),
+        SlidingEventTimeWindows.of_millis(60, 20),
+        EventTimeSessionWindows.with_gap_millis(100),
+    ],
+    ids=["tumbling", "sliding", "session"],
+)
+def test_a_window_join_pairs_each_key_and_window_once_across_a_failure(assigner: Any) -> None:
+    session = isinstance(assigner, EventTimeSessionWindows)
+    make_left = (lambda i: _burst(i, 0)) if session else _left
+    make_right = (lambda i: _burst(i, 3)) if session else _right
+    sink = CollectingSink()
+    left = FailingSource(
+        GeneratorSource(make_left, count=N, rate=2_000), fail_on=lambda e: e == make_left(N // 2)
+    )
+    right = GeneratorSource(make_right, count=N, rate=2_000)
+
+    def build(env: sluice.StreamEnvironment) -> None:
+        a, b = _two_sides(env, left, right)
+        a.join(b).where(lambda e: e[0]).equal_to(lambda e: e[0]).window(assigner).apply(
+            lambda x, y: (x[1], y[1]),
+            uid="join",
+        ).sink_to(sink, uid="sink")
+
+    outcome = run_job(build, *OPTIONS)
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    assert left.failures_left() == 0
+    lefts, rights = [make_left(i) for i in range(N)], [make_right(i) for i in range(N)]
+    expected: Counter[Any] = Counter()
+    for lk, lt in lefts:
+        for rk, rt in rights:
+            if lk != rk:
+                continue
+            if session:
+                shared = 1 if lt // 1_000 == rt // 1_000 else 0
+            else:
+                shared = len(set(_windows_of(assigner, lt)) & set(_windows_of(assigner, rt)))
+            if shared:
+                expected[(lt, rt)] += shared
+    assert expected and Counter(sink.records()) == expected
