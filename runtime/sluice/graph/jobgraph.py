@@ -107,6 +107,19 @@ class JobGraph:
             vertex.state_backend = kind
 
 
+def finished_inputs(graph: JobGraph, vertex: JobVertex, fully_finished: set[str]) -> tuple[int, ...]:
+    """The inputs of `vertex`'s two-input head operator whose every upstream vertex has fully finished
+    (all operators in `fully_finished`): those inputs have ended and are not run again after a restore.
+    Empty for a vertex with one input."""
+    sides: dict[int, bool] = {}
+    for edge in vertex.inputs:
+        ended = all(uid in fully_finished for uid in graph.vertex(edge.source).uids)
+        sides[edge.side] = sides.get(edge.side, True) and ended
+    if len(sides) < 2:
+        return ()
+    return tuple(side for side, ended in sorted(sides.items()) if ended)
+
+
 def build_job_graph(
     name: str, nodes: list[Transformation], default_parallelism: int, max_parallelism: int
 ) -> JobGraph:

@@ -96,6 +96,8 @@ def test_a_checkpoint_after_the_dimension_ended_records_it_finished_and_a_resume
     assert entries["dimension"].fully_finished
     assert entries["dimension-rows"].fully_finished
     assert not entries["enrich"].fully_finished and not entries["events"].fully_finished
+    # The enrichment operator runs on with its first input; its second (the dimension) has ended.
+    assert entries["enrich"].finished_inputs == (1,)
     # Resumed: the events go on from where they stopped, the dimension is not read again (its records'
     # markers stay once each), and the names it gave before the stop enrich the events after it.
     bounded = GeneratorSource(_event, count=N * 3, rate=3_000)
@@ -168,6 +170,7 @@ def test_broadcast_state_is_restored_to_every_subtask_at_a_higher_parallelism(tm
         savepoint = job.stop(drain=False)
     entries = {op.uid: op for op in read_metadata(savepoint, load_state_key()).operators}
     assert entries["rules"].fully_finished and not entries["apply-rules"].fully_finished
+    assert entries["apply-rules"].finished_inputs == (1,)
     # Resumed at parallelism 3: the rules input is finished and not read again, so the third subtask
     # has rules only if the restore gave it the broadcast state; every key's events need them.
     resumed = GeneratorSource(_event, count=N * 2, rate=4_000)
