@@ -278,3 +278,100 @@ def test_a_window_join_pairs_each_key_and_window_once_across_a_failure(assigner:
             if shared:
                 expected[(lt, rt)] += shared
     assert expected and Counter(sink.records()) == expected
+
+
+def _interval_pairs(lefts: list[Any], rights: list[Any], lower: int, upper: int) -> Counter[Any]:
+    return Counter(
+        (lt, rt) for lk, lt in lefts for rk, rt in rights if lk == rk and lt + lower <= rt <= lt + upper
+    )
+
+
+@pytest.mark.parametrize("join", ["interval", "window"])
+def test_a_join_suspended_and_resumed_at_a_higher_parallelism_loses_and_repeats_nothing(
+    join: str, tmp_path: Any
+) -> None:
+    sink = CollectingSink()  # one sink for both runs, see the broadcast rescale test
+    assigner = SlidingEventTimeWindows.of_millis(60, 20)
+
+    def pipeline(count: int | None, rate: float):  # type: ignore[no-untyped-def]
+        def build(env: sluice.StreamEnvironment) -> None:
+            a, b = _two_sides(
+                env,
+                GeneratorSource(_left, count=count, rate=rate),
+                GeneratorSource(_right, count=count, rate=rate),
+            )
+            if join == "interval":
+                joined = (
+                    a.key_by(lambda e: e[0])
+                    .interval_join(b.key_by(lambda e: e[0]))
+                    .between(-7, 4)
+                    .process(lambda x, y: (x[1], y[1]), uid="join")
+                )
+            else:
+                joined = (
+                    a.join(b)
+                    .where(lambda e: e[0])
+                    .equal_to(lambda e: e[0])
+                    .window(assigner)
+                    .apply(lambda x, y: (x[1], y[1]), uid="join")
+                )
+            joined.sink_to(sink, uid="sink")
+
+        return build
+
+    with start_job(pipeline(None, 1_500), *OPTIONS, "--savepoint-dir", str(tmp_path)) as job:
+        job.wait_checkpoints(3)
+        savepoint = job.stop(drain=False)
+    outcome = run_job(pipeline(N, 4_000), *OPTIONS, "--parallelism", "3", "--from-savepoint", savepoint)
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    lefts, rights = [_left(i) for i in range(N)], [_right(i) for i in range(N)]
+    if join == "interval":
+        expected = _interval_pairs(lefts, rights, -7, 4)
+    else:
+        expected = Counter()
+        for lk, lt in lefts:
+            for rk, rt in rights:
+                if lk == rk:
+                    for _ in set(_windows_of(assigner, lt)) & set(_windows_of(assigner, rt)):
+                        expected[(lt, rt)] += 1
+    assert expected and Counter(sink.records()) == expected
+
+
+class Checked(sluice.KeyedCoProcessFunction):
+    def process_element1(self, value: Any, ctx: sluice.KeyedContext) -> Any:
+        if value[1] % 5 == 0:
+            raise ValueError(f"event {value[1]} is bad")
+        if value[1] % 7 == 0:
+            ctx.output(SEVENS, value[1])
+        return [value[1]]
+
+    def process_element2(self, value: Any, ctx: sluice.KeyedContext) -> Any:
+        return None
+
+
+SEVENS = sluice.OutputTag("sevens")
+BAD = sluice.OutputTag("bad")
+
+
+def test_dead_letters_and_side_outputs_of_a_keyed_co_process_are_exactly_once_across_a_failure() -> None:
+    main, dead, sevens = CollectingSink(), CollectingSink(), CollectingSink()
+    events = FailingSource(GeneratorSource(_event, count=N, rate=2_000), fail_on=lambda e: e[1] == N // 2)
+
+    def build(env: sluice.StreamEnvironment) -> None:
+        table = env.from_source(SequenceSource(0, KEYS), uid="table").map(lambda k: (k, k), uid="rows")
+        out = (
+            env.from_source(events, uid="events")
+            .connect(table)
+            .key_by(lambda e: e[0], lambda r: r[0])
+            .process(Checked(), uid="checked", on_error=BAD)
+        )
+        out.sink_to(main, uid="main")
+        out.get_side_output(BAD).map(lambda f: (f.value[1], f.error), uid="why").sink_to(dead, uid="dead")
+        out.get_side_output(SEVENS).sink_to(sevens, uid="sevens")
+
+    outcome = run_job(build, *OPTIONS)
+    assert (outcome.state, outcome.error) == ("FINISHED", None)
+    assert events.failures_left() == 0
+    assert sorted(main.records()) == [i for i in range(N) if i % 5]
+    assert sorted(dead.records()) == [(i, f"ValueError: event {i} is bad") for i in range(N) if i % 5 == 0]
+    assert sorted(sevens.records()) == [i for i in range(N) if i % 7 == 0 and i % 5]
