@@ -11,8 +11,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from testkit.jobs import REPO, SluiceJob, run_job
+from testkit import spark
+from testkit.jobs import REPO, SluiceJob
 from testkit.outputs import assert_same_output, read_output
+from testkit.spark import Runner
+
+runner = spark.runner  # the clean run on both hosts: processes and Spark
 
 EXAMPLE = REPO / "examples" / "enrichment.py"
 CUSTOMERS = 300
@@ -43,9 +47,9 @@ def _table_ended_unread(job: SluiceJob) -> bool:
     return states == {"FINISHED"} and table["metrics"]["recordsIn"] == 0
 
 
-def test_enrichment_example_matches_plain_python(tmp_path: Path) -> None:
+def test_enrichment_example_matches_plain_python(runner: Runner, tmp_path: Path) -> None:
     out, orders = tmp_path / "out", 6_000
-    done = run_job(
+    done = runner.run(
         EXAMPLE,
         "--arg", f"out={out}",
         "--arg", f"orders={orders}",
