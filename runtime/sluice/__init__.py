@@ -1,5 +1,6 @@
 """Sluice: streaming jobs with Flink's finishing semantics (FLIP-147, FLIP-34), in Python, on Spark."""
 
+from sluice.api.connected import ConnectedStreams
 from sluice.api.datastream import DataStream, KeyedStream
 from sluice.api.environment import StreamEnvironment
 from sluice.api.windowed import WindowedStream
@@ -27,6 +28,7 @@ from sluice.watermarks import WatermarkStrategy
 __all__ = [
     "AggregateFunction",
     "CoProcessFunction",
+    "ConnectedStreams",
     "DataStream",
     "FailedRecord",
     "FilterFunction",

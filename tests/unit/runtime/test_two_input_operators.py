@@ -106,6 +106,18 @@ def test_a_keyed_record_that_writes_broadcast_state_gets_a_clear_error() -> None
         op.process_input(0, [("a", "write")], None)
 
 
+class TimerOnBroadcast(Rules):
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+        ctx.timer_service.register_event_time_timer(10)
+
+
+def test_a_broadcast_record_cannot_register_a_timer_because_it_has_no_key() -> None:
+    op = KeyedBroadcastProcessOperator("rules", lambda v: v[0], TimerOnBroadcast())
+    start(op)
+    with pytest.raises(TypeError, match="a broadcast record has no key"):
+        op.process_input(1, [("a", 1)], [5])
+
+
 def test_read_only_broadcast_state_refuses_every_kind_of_change() -> None:
     state = ReadOnlyBroadcastState("rules", {"a": 1})
     assert dict(state) == {"a": 1} and state["a"] == 1 and len(state) == 1

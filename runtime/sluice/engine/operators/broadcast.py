@@ -59,6 +59,21 @@ class BroadcastContext(KeyedProcessContext):
         entries = self._op.ctx.operator_state.broadcast_state(name)
         return entries if self.writable else ReadOnlyBroadcastState(name, entries)
 
+    def _keyless(self, what: str) -> None:
+        if self.writable:
+            raise TypeError(
+                f"{what} in process_broadcast_element: a broadcast record has no key, and timers belong "
+                "to a key; register them in process_element or on_timer"
+            )
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._keyless("register_event_time_timer")
+        super().register_event_time_timer(timestamp)
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._keyless("register_processing_time_timer")
+        super().register_processing_time_timer(timestamp)
+
 
 class KeyedBroadcastProcessOperator(KeyedProcessOperator):
     two_inputs = True
