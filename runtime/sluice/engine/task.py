@@ -110,7 +110,7 @@ class StreamTask:
         self._idle_rounds = 0
         self._source = chain.head if isinstance(chain.head, SourceOperator) else None
         self._two_inputs = chain.head.two_inputs
-        self._sides = [self.vertex.inputs[edge].side for edge in input_edges]
+        self._sides = [self.vertex.inputs[edge].side for edge in input_edges] if self._two_inputs else []
         """Which input of a two-input head each channel feeds."""
         metrics.probe = self._probe
         for writer in chain.writers:
