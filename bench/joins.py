@@ -103,6 +103,15 @@ def _quartiles(state: list[int]) -> str:
     return " / ".join(f"{state[len(state) * q // 4] / 2**20:.1f}" for q in (1, 2, 3)) + " MiB"
 
 
+def _progress(engine: str, run: dict[str, Any]) -> None:
+    """One run as soon as it ended: a long run's figures are not lost if a later one is stopped."""
+    print(
+        f"({engine}: {run['events_per_s']:,.0f} events/s, job {run['job_s']:.1f} s, "
+        f"CPU {run['cpu_s']:.1f} s, {run['pairs'][0]:,} pairs)",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2_000_000, help="events per side")
@@ -114,18 +123,20 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     try:
         for _ in range(args.repeat):
-            runs["Sluice, process host"].append(run_sluice(args.n, work))
+            sluice = run_sluice(args.n, work)
+            runs["Sluice, process host"].append(sluice)
+            _progress("Sluice", sluice)
             ss = run_w7_structured_streaming(args.n, work / "ss")
-            runs["Spark Structured Streaming"].append(
-                {
-                    "events_per_s": 2 * args.n / ss["query_s"],
-                    "job_s": ss["query_s"],
-                    "wall_s": ss["query_s"] + ss["startup_s"],
-                    "cpu_s": ss["query_cpu_s"],
-                    "peak_rss": ss["peak_rss_bytes"],
-                    "pairs": ss["pairs"],
-                }
-            )
+            peer_run = {
+                "events_per_s": 2 * args.n / ss["query_s"],
+                "job_s": ss["query_s"],
+                "wall_s": ss["query_s"] + ss["startup_s"],
+                "cpu_s": ss["query_cpu_s"],
+                "peak_rss": ss["peak_rss_bytes"],
+                "pairs": ss["pairs"],
+            }
+            runs["Spark Structured Streaming"].append(peer_run)
+            _progress("Structured Streaming", peer_run)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     peer = statistics.median(r["events_per_s"] for r in runs["Spark Structured Streaming"])
