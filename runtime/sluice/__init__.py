@@ -1,17 +1,22 @@
 """Sluice: streaming jobs with Flink's finishing semantics (FLIP-147, FLIP-34), in Python, on Spark."""
 
+from sluice.api.connected import ConnectedStreams
 from sluice.api.datastream import DataStream, KeyedStream
 from sluice.api.environment import StreamEnvironment
 from sluice.api.windowed import WindowedStream
 from sluice.functions import (
     AggregateFunction,
+    CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
     Function,
+    KeyedBroadcastProcessFunction,
     KeyedContext,
+    KeyedCoProcessFunction,
     KeyedProcessFunction,
     MapFunction,
     ProcessFunction,
+    ProcessJoinFunction,
     ProcessWindowFunction,
     RuntimeContext,
     TimerService,
@@ -22,11 +27,15 @@ from sluice.watermarks import WatermarkStrategy
 
 __all__ = [
     "AggregateFunction",
+    "CoProcessFunction",
+    "ConnectedStreams",
     "DataStream",
     "FailedRecord",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "KeyedBroadcastProcessFunction",
+    "KeyedCoProcessFunction",
     "KeyedContext",
     "KeyedProcessFunction",
     "KeyedStream",
@@ -35,6 +44,7 @@ __all__ = [
     "MapStateDescriptor",
     "OutputTag",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "RuntimeContext",
     "StateTtl",

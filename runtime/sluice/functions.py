@@ -8,7 +8,7 @@ resources, which is also called when the task fails or the job stops without dra
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -139,4 +139,80 @@ class ProcessWindowFunction(Function):
     `window.end - 1`."""
 
     def process(self, key: Any, window: TimeWindow, elements: list[Any]) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
+class CoProcessFunction(Function):
+    """A function over two connected streams (`a.connect(b).process(...)`): each input has its own
+    method; the returned (or yielded) records go to one output. Without keys, state is operator state
+    (`ctx.get_operator_list_state` in `open`)."""
+
+    def process_element1(self, value: Any, timestamp: int | None) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def process_element2(self, value: Any, timestamp: int | None) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
+class KeyedCoProcessFunction(Function):
+    """A function over two connected streams keyed alike (`a.connect(b).key_by(ka, kb)`): both
+    methods see the keyed state and timers of the current key, as in a `KeyedProcessFunction`."""
+
+    def process_element1(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def process_element2(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: KeyedContext) -> Iterable[Any] | None:
+        return None
+
+
+class BroadcastContext(KeyedContext, Protocol):
+    """The context of a `KeyedBroadcastProcessFunction`."""
+
+    def broadcast_state(self, name: str) -> Mapping[Any, Any]:
+        """Broadcast state `name`: a read-only mapping in `process_element` and `on_timer`, a mutable
+        dict in `process_broadcast_element` (the same on every subtask, because every subtask sees
+        every broadcast element)."""
+
+
+class KeyedBroadcastProcessFunction(Function):
+    """The broadcast state pattern: `keyed.connect(rules.broadcast()).process(fn, uid=...)`.
+
+    `process_element` sees each keyed record with its key's state and timers and reads the broadcast
+    state; `process_broadcast_element` sees every broadcast record (on every subtask) and is the only
+    place that may change the broadcast state. No key is current there: timers are refused, and keyed
+    state must not be used (it would not be any real key's state).
+    """
+
+    def process_element(self, value: Any, ctx: BroadcastContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def process_broadcast_element(self, value: Any, ctx: BroadcastContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: BroadcastContext) -> Iterable[Any] | None:
+        return None
+
+
+class JoinContext(Protocol):
+    """Passed to `ProcessJoinFunction.process_element`."""
+
+    @property
+    def left_timestamp(self) -> int: ...
+    @property
+    def right_timestamp(self) -> int: ...
+    @property
+    def timestamp(self) -> int:
+        """The pair's timestamp: the later of the two (what the emitted records carry)."""
+
+    @property
+    def key(self) -> Any: ...
+
+
+class ProcessJoinFunction(Function):
+    """Called for each pair an interval join finds; returns (or yields) the records to emit."""
+
+    def process_element(self, left: Any, right: Any, ctx: JoinContext) -> Iterable[Any] | None:
         raise NotImplementedError

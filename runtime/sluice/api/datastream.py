@@ -28,7 +28,9 @@ from sluice.graph.transformations import Input, Partitioning, PartitionKind, Tra
 from sluice.side_outputs import OutputTag, error_policy
 
 if TYPE_CHECKING:
+    from sluice.api.connected import ConnectedStreams
     from sluice.api.environment import StreamEnvironment
+    from sluice.api.joins import IntervalJoinBuilder, JoinedStreams
     from sluice.api.windowed import WindowedStream
     from sluice.windows import WindowAssigner
 
@@ -82,6 +84,26 @@ class DataStream:
                 raise ValueError("union: all streams must come from the same StreamEnvironment")
             inputs.extend(other._inputs)
         return DataStream(self._env, inputs)
+
+    # -- two inputs -----------------------------------------------------------------------------------
+
+    def connect(self, other: DataStream) -> ConnectedStreams:
+        """This stream and `other` into one two-input operator: `.process(CoProcessFunction)`;
+        `.key_by(key_a, key_b).process(KeyedCoProcessFunction)`; or, on a keyed stream,
+        `connect(rules.broadcast()).process(KeyedBroadcastProcessFunction)` (docs/multi-input.md)."""
+        from sluice.api.connected import ConnectedStreams
+
+        if not isinstance(other, DataStream):
+            raise TypeError(f"connect needs a DataStream, got {type(other).__name__}")
+        return ConnectedStreams(self, other)
+
+    def join(self, other: DataStream) -> JoinedStreams:
+        """A window join: `a.join(b).where(key_a).equal_to(key_b).window(assigner).apply(fn, uid=...)`."""
+        from sluice.api.joins import JoinedStreams
+
+        if not isinstance(other, DataStream):
+            raise TypeError(f"join needs a DataStream, got {type(other).__name__}")
+        return JoinedStreams(self, other)
 
     # -- operators ------------------------------------------------------------------------------------
 
@@ -216,6 +238,19 @@ class KeyedStream(DataStream):
         )
         stream._node.free_side_outputs = True  # ctx.output(tag, value) may name any tag
         return stream
+
+    def interval_join(self, other: KeyedStream) -> IntervalJoinBuilder:
+        """Pairs of this stream's and `other`'s records with the same key, close in time:
+        `.between(lower_ms, upper_ms).process(fn, uid=...)` (docs/multi-input.md)."""
+        from sluice.api._callsite import user_call_site
+        from sluice.api.joins import IntervalJoinBuilder
+
+        if not isinstance(other, KeyedStream):
+            raise TypeError(
+                f"interval_join at {user_call_site()} needs a keyed stream on the right too: "
+                "a.key_by(key_a).interval_join(b.key_by(key_b))"
+            )
+        return IntervalJoinBuilder(self, other)
 
     def window(self, assigner: WindowAssigner) -> WindowedStream:
         from sluice.api.windowed import WindowedStream

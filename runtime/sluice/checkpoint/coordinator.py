@@ -30,7 +30,7 @@ from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry, Pendin
 from sluice.checkpoint.pending import CheckpointRecord, PendingCheckpoint, SnapshotStats, Waiting
 from sluice.checkpoint.plan import FinishedSubtasks, SubtaskId, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage, collect_shared, discard, write_metadata
-from sluice.graph.jobgraph import JobGraph, JobVertex
+from sluice.graph.jobgraph import JobGraph, JobVertex, finished_inputs
 from sluice.transport.messages import STATE_WRITE, Abort, Complete, Decline, ToTaskManager, Trigger
 
 log = logging.getLogger(__name__)
@@ -227,10 +227,19 @@ class CheckpointCoordinator:
     # -- finalizing ---------------------------------------------------------------------------------
 
     def build_metadata(self, pending: PendingCheckpoint) -> CheckpointMetadata:
-        operators = [
-            self._operator_entry(pending, vertex, position)
+        entries = [
+            (vertex, position, self._operator_entry(pending, vertex, position))
             for vertex in self.graph.vertices
             for position in range(len(vertex.operators))
+        ]
+        # A running two-input operator whose one input ended (a bounded dimension or rules input)
+        # records that input as finished: its upstream is fully finished and will not run again.
+        fully = {entry.uid for _, _, entry in entries if entry.fully_finished}
+        operators = [
+            replace(entry, finished_inputs=finished_inputs(self.graph, vertex, fully))
+            if position == 0 and not entry.fully_finished
+            else entry
+            for vertex, position, entry in entries
         ]
         return CheckpointMetadata(
             checkpoint_id=pending.checkpoint_id,

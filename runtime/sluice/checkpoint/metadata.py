@@ -165,6 +165,9 @@ class OperatorEntry:
     subtasks: tuple[SubtaskHandle, ...] = ()
     pending_commits: tuple[PendingCommit, ...] = ()
     """Only on a fully finished operator: what its final checkpoint still has to commit."""
+    finished_inputs: tuple[int, ...] = ()
+    """Only on a running two-input operator (connect, joins): its inputs (0, 1) that had ended, their
+    upstream fully finished; a restore does not run those again, and the operator keeps their state."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -177,6 +180,8 @@ class OperatorEntry:
         }
         if self.pending_commits:
             out["pendingCommits"] = [c.to_json() for c in self.pending_commits]
+        if self.finished_inputs:
+            out["finishedInputs"] = list(self.finished_inputs)
         return out
 
     @staticmethod
@@ -189,6 +194,7 @@ class OperatorEntry:
             finished_subtasks=tuple(fields.integers("finishedSubtasks")),
             subtasks=tuple(SubtaskHandle.from_json(f) for f in fields.objects("subtasks")),
             pending_commits=tuple(PendingCommit.from_json(f) for f in fields.objects("pendingCommits", [])),
+            finished_inputs=tuple(fields.integers("finishedInputs", [])),
         )
 
     def handles(self) -> Iterator[SubtaskHandle | PendingCommit]:

@@ -142,9 +142,19 @@ class SubtaskView:
 class InputView:
     vertex: int
     partitioning: str
+    input: int = 0
+    """Which input of a two-input operator (connect, joins) the edge feeds; 0 for all others."""
+    finished: bool = False
+    """Every subtask of the upstream vertex reached the end of its data: this input has ended, and
+    the vertex runs on with its other inputs (FLIP-147)."""
 
     def to_json(self) -> JsonObject:
-        return {"vertex": self.vertex, "partitioning": self.partitioning}
+        return {
+            "vertex": self.vertex,
+            "partitioning": self.partitioning,
+            "input": self.input,
+            "finished": self.finished,
+        }
 
 
 @dataclass(frozen=True)
@@ -335,11 +345,21 @@ def _vertex_view(job: JobMaster, vertex: JobVertex, history: MetricsHistory, now
         name=vertex.name,
         uids=tuple(vertex.uids),
         parallelism=vertex.parallelism,
-        inputs=tuple(InputView(edge.source, edge.partitioning.kind.value) for edge in vertex.inputs),
+        inputs=tuple(
+            InputView(edge.source, edge.partitioning.kind.value, edge.side, _ended(job, edge.source))
+            for edge in vertex.inputs
+        ),
         subtasks=tuple(subtasks),
         counts=Counts.total(samples),
         rates=Rates.of(vertex_figures(figures)),
     )
+
+
+def _ended(job: JobMaster, vertex_id: int) -> bool:
+    """Every subtask of the vertex is past the end of its data (END_OF_DATA or FINISHED)."""
+    vertex = job.graph.vertex(vertex_id)
+    states = [job.subtasks.get((vertex_id, s), SubtaskState.CREATED) for s in range(vertex.parallelism)]
+    return all(s in (SubtaskState.END_OF_DATA, SubtaskState.FINISHED) for s in states)
 
 
 def _checkpoints_view(job: JobMaster) -> CheckpointsView:

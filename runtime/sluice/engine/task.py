@@ -109,6 +109,9 @@ class StreamTask:
         self._pending_writes: set[asyncio.Task[None]] = set()
         self._idle_rounds = 0
         self._source = chain.head if isinstance(chain.head, SourceOperator) else None
+        self._two_inputs = chain.head.two_inputs
+        self._sides = [self.vertex.inputs[edge].side for edge in input_edges] if self._two_inputs else []
+        """Which input of a two-input head each channel feeds."""
         metrics.probe = self._probe
         for writer in chain.writers:
             writer.time_waits(metrics.backpressure)
@@ -274,7 +277,10 @@ class StreamTask:
         kind = type(event)
         if kind is RecordBatch:
             self.metrics.records_in += len(event.values)
-            self.chain.head.process_batch(event.values, event.timestamps)
+            if self._two_inputs:
+                self.chain.head.process_input(self._sides[channel], event.values, event.timestamps)
+            else:
+                self.chain.head.process_batch(event.values, event.timestamps)
         elif kind is Watermark:
             advanced = self.valve.on_watermark(channel, event.timestamp)
             self._pass_on_time(advanced)
@@ -319,9 +325,16 @@ class StreamTask:
     async def _on_end_of_data(self, channel: int, drain: bool) -> None:
         self._ended_channels.add(channel)
         self._drains.append(drain)
-        edge = self.input_edges[channel]
-        if drain and all(c in self._ended_channels for c, e in enumerate(self.input_edges) if e == edge):
-            self.chain.head.end_input(edge)
+        if self._two_inputs:
+            # One input of a connect or a join ended (a bounded dimension or rules input, say); the
+            # operator runs on with the other, and keeps what the ended one gave it (FLIP-147).
+            side = self._sides[channel]
+            if drain and all(c in self._ended_channels for c, s in enumerate(self._sides) if s == side):
+                self.chain.head.end_input(side)
+        else:
+            edge = self.input_edges[channel]
+            if drain and all(c in self._ended_channels for c, e in enumerate(self.input_edges) if e == edge):
+                self.chain.head.end_input(edge)
         if len(self._ended_channels) == len(self.input_edges):
             await self._end_of_data(drain=all(self._drains))
 

@@ -57,6 +57,8 @@ class JobEdge:
     """Position of this edge among the target vertex's inputs."""
     tag: str | None = None
     """The side output of the source vertex's last operator this edge carries; None: its main output."""
+    side: int = 0
+    """Which input of the target's two-input head operator it feeds (0 or 1); 0 for one-input heads."""
 
     @property
     def pattern(self) -> str:
@@ -105,6 +107,19 @@ class JobGraph:
             vertex.state_backend = kind
 
 
+def finished_inputs(graph: JobGraph, vertex: JobVertex, fully_finished: set[str]) -> tuple[int, ...]:
+    """The inputs of `vertex`'s two-input head operator whose every upstream vertex has fully finished
+    (all operators in `fully_finished`): those inputs have ended and are not run again after a restore.
+    Empty for a vertex with one input."""
+    sides: dict[int, bool] = {}
+    for edge in vertex.inputs:
+        ended = all(uid in fully_finished for uid in graph.vertex(edge.source).uids)
+        sides[edge.side] = sides.get(edge.side, True) and ended
+    if len(sides) < 2:
+        return ()
+    return tuple(side for side, ended in sorted(sides.items()) if ended)
+
+
 def build_job_graph(
     name: str, nodes: list[Transformation], default_parallelism: int, max_parallelism: int
 ) -> JobGraph:
@@ -126,7 +141,7 @@ def build_job_graph(
         vertices.append(vertex)
         vertex_of[node.id] = vertex
         for index, (inp, partitioning) in enumerate(zip(node.inputs, partitionings[node.id], strict=True)):
-            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index, inp.tag)
+            edge = JobEdge(vertex_of[inp.node.id].id, vertex.id, partitioning, index, inp.tag, inp.side)
             vertex.inputs.append(edge)
             vertices[edge.source].outputs.append(edge)
     for node in nodes:

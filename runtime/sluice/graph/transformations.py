@@ -69,3 +69,5 @@ class Input:
     """None: forward when the parallelism matches, rebalance otherwise."""
     tag: str | None = None
     """The side output of `node` this input reads; None for its main output."""
+    side: int = 0
+    """Which input of a two-input operator (connect, joins) this is: 0 the first, 1 the second."""

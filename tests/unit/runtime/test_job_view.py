@@ -1,6 +1,7 @@
 """GET /v1/job is a typed view (sluice.coordinator.views) whose JSON is the document the REST API always
 sent: data/job_view.json was written by the dict-building job_view before the view was typed, for the
-job built here, and the typed view must give it back key for key, in the same order."""
+job built here (its inputs gained `input` and `finished` since), and the typed view must give it back key
+for key, in the same order."""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ from sluice.transport.messages import Message, TaskReport
 
 
 class _Head:
+    two_inputs = False
+
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         pass
 

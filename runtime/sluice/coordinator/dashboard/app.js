@@ -269,7 +269,9 @@ function drawEdges(job) {
       const label = document.createElementNS(ns, "text");
       label.setAttribute("x", String(x1 + 6));
       label.setAttribute("y", String(y1 - 5));
-      label.textContent = input.partitioning;
+      // An input that ended while the operator runs on (a bounded dimension or rules input).
+      label.textContent = input.finished ? `${input.partitioning} · finished` : input.partitioning;
+      if (input.finished) path.classList.add("finished");
       parts.push(path, label);
     }
   }

@@ -32,6 +32,10 @@ class StreamOperator:
     uid: str = ""
     #: Keyed operators need the key group split of their state and the key selector of their input.
     is_keyed: bool = False
+    #: Two-input operators (connect, joins) take records through `process_input` with the input's
+    #: number, and `end_input(i)` once every channel of input i ended; one-input operators through
+    #: `process_batch`, with `end_input` per input edge.
+    two_inputs: bool = False
 
     def setup(self, ctx: OperatorContext, output: Output) -> None:
         self.ctx = ctx
@@ -45,6 +49,10 @@ class StreamOperator:
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         self.output.emit(values, timestamps)
+
+    def process_input(self, input_index: int, values: list[Any], timestamps: list[int] | None) -> None:
+        """A batch from input `input_index` (0 or 1) of a two-input operator."""
+        self.process_batch(values, timestamps)
 
     def process_watermark(self, timestamp: int) -> None:
         self.output.emit_watermark(timestamp)

@@ -61,7 +61,7 @@ class _MixedSideOutput(ValueError):
     """Raised through on_error: one tag cannot carry both dead letters and records of ctx.output."""
 
 
-class _Context:
+class KeyedProcessContext:
     """The context handed to process_element / on_timer; one instance reused for every call."""
 
     __slots__ = ("_op", "key", "time_domain", "timestamp")
@@ -73,7 +73,7 @@ class _Context:
         self.time_domain: str | None = None
 
     @property
-    def timer_service(self) -> _Context:
+    def timer_service(self) -> KeyedProcessContext:
         return self
 
     def current_watermark(self) -> int:
@@ -111,18 +111,24 @@ class KeyedProcessOperator(UdfOperator):
         fn: KeyedProcessFunction,
         on_error: str | OutputTag = "fail",
     ) -> None:
-        if not isinstance(fn, KeyedProcessFunction):
-            raise TypeError(
-                f"operator {uid!r}: process() on a keyed stream needs a sluice.KeyedProcessFunction"
-            )
+        self.check_function(uid, fn)
         super().__init__(uid, fn, on_error)
         self._side: dict[str, tuple[list[Any], list[int | None]]] = {}
         """Records for side outputs (`ctx.output`) since the last flush, by tag."""
         self.key_selector = key_selector
         self.timers = TimerService()
         self.processing_timers_stopped = False
-        self._context = _Context(self)
+        self._context = self.make_context()
         self._changes = ChangeLog()
+
+    def check_function(self, uid: str, fn: Any) -> None:
+        if not isinstance(fn, KeyedProcessFunction):
+            raise TypeError(
+                f"operator {uid!r}: process() on a keyed stream needs a sluice.KeyedProcessFunction"
+            )
+
+    def make_context(self) -> KeyedProcessContext:
+        return KeyedProcessContext(self)
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         super().initialize_state(restored)
@@ -146,14 +152,24 @@ class KeyedProcessOperator(UdfOperator):
             self.timers.restore(group.get("timers", []))
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
+        self.process_keyed(values, timestamps, self.key_selector, self.fn.process_element)
+
+    def process_keyed(
+        self,
+        values: list[Any],
+        timestamps: list[int] | None,
+        key_of: Callable[[Any], Any],
+        call: Callable[[Any, Any], Iterable[Any] | None],
+    ) -> None:
+        """Calls `call(value, ctx)` for each record with its key (by `key_of`) current."""
         backend = self.ctx.keyed_backend
         assert backend is not None
-        ctx, key_of, call = self._context, self.key_selector, self.fn.process_element
+        ctx = self._context
         ctx.time_domain = None
         out: list[Any] = []
         out_ts: list[int] = []
         if self.guarded:
-            self._process_guarded(values, timestamps, out, out_ts)
+            self._process_guarded(values, timestamps, out, out_ts, key_of, call)
         else:
             for i, value in enumerate(values):
                 key = key_of(value)
@@ -165,13 +181,19 @@ class KeyedProcessOperator(UdfOperator):
         self._flush(out, out_ts, timestamps is not None)
 
     def _process_guarded(
-        self, values: list[Any], timestamps: list[int] | None, out: list[Any], out_ts: list[int]
+        self,
+        values: list[Any],
+        timestamps: list[int] | None,
+        out: list[Any],
+        out_ts: list[int],
+        key_of: Callable[[Any], Any],
+        call: Callable[[Any, Any], Iterable[Any] | None],
     ) -> None:
         # The key is taken outside the try: an error in key_by's selector still fails the task. What
         # the function changed in state before it raised stays changed (there is no rollback).
         backend = self.ctx.keyed_backend
         assert backend is not None
-        ctx, key_of, call = self._context, self.key_selector, self.fn.process_element
+        ctx = self._context
         dead = DeadLetters()
         for i, value in enumerate(values):
             key = key_of(value)
