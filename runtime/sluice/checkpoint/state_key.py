@@ -98,8 +98,12 @@ def _private(info: os.stat_result, made_here: bool) -> bool:
 
 
 def _read(path: Path, made_here: bool = False) -> StateKey:
+    # The default file is never reached through a link. A file given explicitly may be: a Kubernetes
+    # Secret volume presents each key as a link into a timestamped directory. What counts is the file
+    # the link leads to, which must be private all the same (checked on the open file below).
+    flags = os.O_RDONLY | (os.O_NOFOLLOW if made_here else 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise StateKeyError(
             f"the state key file {path} does not exist: give the deployment's key file (on Kubernetes "

@@ -128,16 +128,40 @@ def test_a_key_file_that_is_no_regular_file_is_refused() -> None:
     assert not _private(info, made_here=False)
 
 
-def test_a_symlinked_missing_or_short_key_file_is_refused(
+def test_a_key_file_given_through_links_is_read_as_a_kubernetes_secret_volume_presents_it(
+    tmp_path: Path,
+) -> None:
+    # A Secret volume: key -> ..data/key, ..data -> ..<timestamp>, which holds the file.
+    stamped = tmp_path / "..2026_11_26_06_00_00.1"
+    stamped.mkdir()
+    (stamped / "key").write_text("cd" * 32)
+    (stamped / "key").chmod(0o600)
+    (tmp_path / "..data").symlink_to(stamped.name)
+    (tmp_path / "key").symlink_to("..data/key")
+    assert load_state_key(str(tmp_path / "key")).secret == bytes.fromhex("cd" * 32)
+    # What the links lead to must be private all the same.
+    (stamped / "key").chmod(0o666)
+    with pytest.raises(StateKeyError, match="chmod 600"):
+        load_state_key(str(tmp_path / "key"))
+
+
+def test_the_default_key_file_replaced_by_a_link_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = tmp_path / "real.key"
-    real.write_text("cd" * 32)
-    real.chmod(0o600)
-    link = tmp_path / "link.key"
-    link.symlink_to(real)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv(KEY_FILE_ENV, raising=False)
+    load_state_key()
+    path = tmp_path / "config" / "sluice" / "state.key"
+    planted = tmp_path / "planted.key"
+    planted.write_text("ab" * 32)
+    planted.chmod(0o600)
+    path.unlink()
+    path.symlink_to(planted)
     with pytest.raises(StateKeyError, match="symlink"):
-        load_state_key(str(link))
+        load_state_key()
+
+
+def test_a_missing_or_short_key_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(StateKeyError, match="does not exist"):
         load_state_key(str(tmp_path / "missing.key"))
     short = tmp_path / "short.key"
