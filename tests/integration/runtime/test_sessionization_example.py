@@ -35,10 +35,8 @@ def test_sessionization_example_matches_plain_python(tmp_path: Path) -> None:
         f"out={out}",
         "--arg",
         f"n={N}",
-        # Parallelism 1: at 2, one run in about ten hung in the engine's finishing (the source stayed in
-        # END_OF_DATA after every task behind it had finished), a race outside this example.
         "--parallelism",
-        "1",
+        "2",
         "--checkpoint-dir",
         f"file://{tmp_path / 'chk'}",
         "--checkpoint-interval",
