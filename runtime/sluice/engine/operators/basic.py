@@ -12,8 +12,31 @@ from itertools import compress
 from typing import Any
 
 from sluice.engine.operators._udf import DeadLetters, UdfOperator
-from sluice.engine.operators.base import StreamOperator
+from sluice.engine.operators.base import Output, StreamOperator
 from sluice.functions import FilterFunction, FlatMapFunction, MapFunction, ProcessFunction
+
+
+def emit_processed(
+    output: Output,
+    call: Callable[[Any, int | None], Any],
+    values: list[Any],
+    timestamps: list[int] | None,
+) -> None:
+    """Calls a process function on each record of a batch and emits what it returned, each output
+    with its input's timestamp, as one batch (the loop of every process-style operator)."""
+    out: list[Any] = []
+    out_ts: list[int] = []
+    for i, value in enumerate(values):
+        ts = None if timestamps is None else timestamps[i]
+        produced = call(value, ts)
+        if produced is None:
+            continue
+        before = len(out)
+        out.extend(produced)
+        if ts is not None:
+            out_ts.extend([ts] * (len(out) - before))
+    if out:
+        output.emit(out, None if timestamps is None else out_ts)
 
 
 class GuardedOperator(UdfOperator):
@@ -126,20 +149,7 @@ class ProcessOperator(GuardedOperator):
         if self.guarded:
             self.process_guarded(values, timestamps)
             return
-        call = self.fn.process_element
-        out: list[Any] = []
-        out_ts: list[int] = []
-        for i, v in enumerate(values):
-            ts = None if timestamps is None else timestamps[i]
-            produced = call(v, ts)
-            if produced is None:
-                continue
-            before = len(out)
-            out.extend(produced)
-            if ts is not None:
-                out_ts.extend([ts] * (len(out) - before))
-        if out:
-            self.output.emit(out, out_ts if timestamps is not None else None)
+        emit_processed(self.output, self.fn.process_element, values, timestamps)
 
 
 class SideOutputOperator(StreamOperator):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sluice.engine.operators.basic import GuardedOperator
+from sluice.engine.operators.basic import GuardedOperator, emit_processed
 from sluice.engine.operators.keyed import KeyedProcessOperator
 from sluice.functions import CoProcessFunction, KeyedCoProcessFunction
 from sluice.side_outputs import OutputTag
@@ -41,19 +41,7 @@ class CoProcessOperator(GuardedOperator):
         if self.guarded:
             self.process_guarded(values, timestamps)
             return
-        out: list[Any] = []
-        out_ts: list[int] = []
-        for i, value in enumerate(values):
-            ts = None if timestamps is None else timestamps[i]
-            produced = call(value, ts)
-            if produced is None:
-                continue
-            before = len(out)
-            out.extend(produced)
-            if ts is not None:
-                out_ts.extend([ts] * (len(out) - before))
-        if out:
-            self.output.emit(out, None if timestamps is None else out_ts)
+        emit_processed(self.output, call, values, timestamps)
 
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         self.process_input(0, values, timestamps)
