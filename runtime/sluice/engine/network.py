@@ -107,10 +107,6 @@ class DataServer:
             log.warning("closed a data connection from %s: %s", writer.get_extra_info("peername"), err)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
-        except asyncio.CancelledError:
-            # `close()` ends a connection waiting on its channel so; ending normally keeps asyncio's
-            # stream callback from logging the cancellation as an error with a traceback.
-            pass
         finally:
             if channel is not None:
                 channel.on_room = None

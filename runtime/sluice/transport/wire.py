@@ -65,10 +65,11 @@ class Wire:
             try:
                 await authenticated(reader, writer)
             except asyncio.CancelledError:
-                # The process is shutting down and its loop cancels this connection's task. Python 3.11's
-                # start_server calls exception() on a cancelled handler task, which raises and prints
-                # "Exception in callback ... CancelledError" per connection: end it quietly instead
-                # (nothing awaits it; the loop is closing).
+                # The connection's task was cancelled: its server is closing (a TaskManager's data port
+                # at failover) or the process is shutting down. Python 3.11's start_server calls
+                # exception() on a cancelled handler task, which raises and prints "Exception in
+                # callback ... CancelledError" per connection: end it quietly instead (nothing awaits
+                # it). Every server built here, the data server included, goes through this.
                 writer.close()
 
         async def authenticated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
