@@ -219,9 +219,13 @@ def damage(location: str, key: StateKey) -> str | None:
             for name, expected in files:
                 shown = name.rsplit("/", 2)[-1] if name.startswith(shared) else name.rsplit("/", 1)[-1]
                 try:
-                    size = fs.size(name)
+                    info = fs.info(name)
                 except FileNotFoundError:
                     return f"state file {shown} of operator {operator.uid!r} is missing"
+                if info.get("type", "file") != "file":
+                    # A FIFO, a device or a directory in its place: Sluice writes none of them.
+                    return f"state file {shown} of operator {operator.uid!r} is not a regular file"
+                size = info["size"]
                 if size != expected:
                     return (
                         f"state file {shown} of operator {operator.uid!r} has {size} bytes, "
