@@ -178,7 +178,8 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         graph, config = job_from_args(args, default_checkpoint_dir)
         # A coordinator started again for a job that has ended (its pod restarted, say) must not run it a
         # second time, nor start a Spark driver just to find that out.
-        ended = read_result(job_directory(config.checkpoint_dir, config.job_id))
+        key = config.state_key or load_state_key()
+        ended = read_result(job_directory(config.checkpoint_dir, config.job_id), config.job_id, key)
         if ended is not None:
             start_from = (
                 f"; a new job (another --job-id) starts from its last retained checkpoint with "

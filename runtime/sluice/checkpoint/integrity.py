@@ -23,7 +23,7 @@ from sluice.state.stored_files import IntegrityError
 
 ALGORITHM = "HMAC-SHA-256"
 INTEGRITY_FIELD = "integrity"
-__all__ = ["ALGORITHM", "IntegrityError", "Verdict", "canonical", "seal", "verdict"]
+__all__ = ["ALGORITHM", "INTEGRITY_FIELD", "IntegrityError", "Verdict", "canonical", "seal", "verdict"]
 
 
 class Verdict(enum.Enum):

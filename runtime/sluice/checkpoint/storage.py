@@ -19,8 +19,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
 from sluice._json import parse_object
-from sluice.checkpoint.integrity import IntegrityError, Verdict, seal, verdict
-from sluice.checkpoint.metadata import CheckpointMetadata, SubtaskHandle
+from sluice.checkpoint.integrity import INTEGRITY_FIELD, IntegrityError, Verdict, seal, verdict
+from sluice.checkpoint.metadata import DIGESTS_SINCE, CheckpointMetadata, SubtaskHandle
 from sluice.checkpoint.state_key import StateKey
 from sluice.state.chain_files import SHARED_DIR, shared_location
 from sluice.state.stored_files import DigestingWriter, read_verified, sha256
@@ -71,6 +71,7 @@ class CheckpointStorage:
         two-phase-commit sinks commit their output a second time.
         """
         skipped: list[str] = []
+        before_macs: str | None = None
         for cid in reversed(self.completed_ids()):
             location = self.checkpoint_location(cid)
             if not exists(join(location, METADATA)):
@@ -87,14 +88,27 @@ class CheckpointStorage:
                 return location
             log.warning("checkpoint %s cannot be restored: %s", location, problem)
             skipped.append(location)
+            if before_macs is None and written_before_macs(location):
+                before_macs = location
         if skipped:
             raise NoRestorableCheckpoint(
                 f"no retained checkpoint of job {self.job_id} can be restored ({', '.join(skipped)}: "
                 "see the warnings above); the job is not started again from its beginning, which would "
-                "write output its sinks already committed a second time. Resume it from a savepoint "
-                "(--from-savepoint), or delete its checkpoint directory to start it afresh on purpose"
+                "write output its sinks already committed a second time. "
+                + (self._upgrade_advice(before_macs) if before_macs else _DAMAGE_ADVICE)
             )
         return None
+
+    def _upgrade_advice(self, location: str) -> str:
+        """What to do with a checkpoint an older Sluice wrote: refused only for want of a MAC."""
+        return (
+            f"{location} was written by a Sluice from before checkpoints were authenticated ({METADATA} "
+            "version 2 or older, without a MAC), and only state this deployment's key authenticated is "
+            "restored without being told. If nobody else can have written it, restore it as a new job: "
+            f"`sluice run <pipeline> --job-id <a new id> --from-savepoint {location} --trust-savepoint` "
+            "(on Kubernetes: `spec.trustSavepoint: true` on the StreamJob); the checkpoints taken from "
+            "then on carry this deployment's MAC"
+        )
 
     def completed_ids(self) -> list[int]:
         fs, path = filesystem(self.job_dir)
@@ -104,6 +118,28 @@ class CheckpointStorage:
         except FileNotFoundError:
             return []
         return sorted(int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/"))))
+
+
+_DAMAGE_ADVICE = (
+    "Resume it from a savepoint (--from-savepoint), or delete its checkpoint directory to start it afresh "
+    "on purpose"
+)
+
+
+def written_before_macs(location: str) -> bool:
+    """Whether the `_metadata` at `location` has the format of a Sluice that wrote no MAC (version < 3)
+    and none: what an upgrade leaves behind, told apart from a MAC stripped off a newer one."""
+    try:
+        document = json.loads(_read_raw_metadata(location)[1])
+    except (OSError, ValueError):
+        return False
+    version = document.get("version") if isinstance(document, dict) else None
+    return (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and version < DIGESTS_SINCE
+        and INTEGRITY_FIELD not in document
+    )
 
 
 class NoRestorableCheckpoint(RuntimeError):
@@ -175,7 +211,7 @@ def read_metadata(location: str, key: StateKey, *, trust: bool = False) -> Check
         if not trust:
             raise IntegrityError(
                 f"{uri}/{METADATA} {found.explain(key)}, so nothing it names is restored. A savepoint of "
-                "another deployment can be restored with --trust-savepoint (spec.job.trustSavepoint on "
+                "another deployment can be restored with --trust-savepoint (spec.trustSavepoint on "
                 "Kubernetes) once you know where it came from; a checkpoint of this job's own directory "
                 "never is: restore another checkpoint or a savepoint"
             )
@@ -219,9 +255,13 @@ def damage(location: str, key: StateKey) -> str | None:
             for name, expected in files:
                 shown = name.rsplit("/", 2)[-1] if name.startswith(shared) else name.rsplit("/", 1)[-1]
                 try:
-                    size = fs.size(name)
+                    info = fs.info(name)
                 except FileNotFoundError:
                     return f"state file {shown} of operator {operator.uid!r} is missing"
+                if info.get("type", "file") != "file":
+                    # A FIFO, a device or a directory in its place: Sluice writes none of them.
+                    return f"state file {shown} of operator {operator.uid!r} is not a regular file"
+                size = info["size"]
                 if size != expected:
                     return (
                         f"state file {shown} of operator {operator.uid!r} has {size} bytes, "

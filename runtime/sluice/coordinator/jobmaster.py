@@ -171,7 +171,9 @@ class JobMaster:
     # -- running the job -----------------------------------------------------------------------------
 
     async def run(self) -> JobResult:
-        stored = await asyncio.to_thread(read_result, self.storage.job_dir)
+        stored = await asyncio.to_thread(
+            read_result, self.storage.job_dir, self.config.job_id, self.storage.key
+        )
         if stored is not None:
             return self._adopt(stored)
         await self._control.start(self.host.control_bind_host())
@@ -183,7 +185,7 @@ class JobMaster:
             # Only an end is stored. A suspended job goes on with the next coordinator, and so does one
             # whose coordinator failed here (an exception on its way out): a stored result would end it.
             if self.state.ended:
-                await store_result(self.storage.job_dir, self.result)
+                await store_result(self.storage.job_dir, self.result, self.storage.key)
             await self._control.close()
             self.ended.set()
         return self.result

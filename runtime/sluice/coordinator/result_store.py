@@ -2,6 +2,11 @@
 
 It is written before anything is cleaned up, so a coordinator restarted for a job that already ended
 reports the stored result instead of running the job a second time.
+
+A stored result stops a job id for good, so it is authenticated like `_metadata`: an HMAC-SHA-256 with
+the deployment's state key over its canonical JSON (`sluice.checkpoint.integrity`). A result without a
+valid MAC, or one that names another job, is not believed: it is logged once, with its path and why,
+and the job runs as if it had no stored end. Its own end then replaces the file.
 """
 
 from __future__ import annotations
@@ -19,9 +24,14 @@ from fsspec.implementations.local import LocalFileSystem
 from sluice._fs import filesystem, join, make_dirs
 from sluice._json import parse_object
 from sluice._states import JobState
+from sluice.checkpoint.integrity import Verdict, seal, verdict
+from sluice.checkpoint.state_key import StateKey
 
 log = logging.getLogger(__name__)
 RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+_disbelieved: set[tuple[str, str]] = set()
+"""(path, why) of the results already reported as not believed: the runner and the job master of one
+`sluice run` both read the result, and the warning is worth one line."""
 
 
 def result_uri(job_dir: str) -> str:
@@ -81,23 +91,66 @@ class JobResult:
         )
 
 
-def read_result(job_dir: str) -> JobResult | None:
+def read_result(job_dir: str, job_id: str, key: StateKey) -> JobResult | None:
+    """The stored end of job `job_id`, when there is one this deployment's key authenticated.
+
+    Raises FormatError only for an authenticated result with a malformed field: something Sluice itself
+    wrote wrong, which no one should quietly run past.
+    """
     uri = result_uri(job_dir)
     fs, path = filesystem(uri)
     if not fs.exists(path):
         return None
     with fs.open(path, "rb") as handle:
-        return JobResult.from_json(handle.read(), uri)
+        payload = handle.read()
+    why = _doubt(payload, job_id, key)
+    if why is not None:
+        _disbelieve(uri, job_id, why)
+        return None
+    return JobResult.from_json(payload, uri)
 
 
-def write_result(job_dir: str, result: JobResult) -> None:
+def _doubt(payload: bytes, job_id: str, key: StateKey) -> str | None:
+    """Why the stored result is not to be believed as job `job_id`'s end, or None."""
+    try:
+        document = json.loads(payload)
+    except ValueError:
+        return "is not JSON"
+    if not isinstance(document, dict):
+        return "is not a JSON object"
+    found = verdict(document, key)
+    if found is not Verdict.VALID:
+        return found.explain(key)
+    if document.get("jobId") != job_id:
+        # Authentic, but another job's: copied here, it would end this job with that one's end.
+        return f"is the result of job {document.get('jobId')!r}"
+    return None
+
+
+def _disbelieve(uri: str, job_id: str, why: str) -> None:
+    """Logs, once per file and reason, that a stored result is not believed."""
+    if (uri, why) not in _disbelieved:
+        _disbelieved.add((uri, why))
+        log.warning(
+            "%s %s, so it is not believed: job %s runs as if it had not ended. Sluice authenticates "
+            "every result it stores with the deployment's state key; this one was put there by someone "
+            "else, or written by a Sluice from before results were authenticated. If the job did end "
+            "(under an older Sluice), stop it and delete %s; otherwise its own end replaces the file",
+            uri,
+            why,
+            job_id,
+            uri,
+        )
+
+
+def write_result(job_dir: str, result: JobResult, key: StateKey) -> None:
     fs, path = filesystem(result_uri(job_dir))
     directory = path.rsplit("/", 1)[0]
     make_dirs(fs, directory)
-    payload = json.dumps(result.to_json(), indent=1).encode()
+    payload = json.dumps(seal(result.to_json(), key), indent=1).encode()
     if isinstance(fs, LocalFileSystem):
         # A coordinator killed half way through must not leave a truncated result: a restarted one
-        # would fail to read it, or worse, run the ended job again. Write aside, then rename.
+        # would not believe it, and run the ended job again. Write aside, then rename.
         tmp = f"{directory}/.job-result.json.{uuid.uuid4().hex}"
         try:
             with fs.open(tmp, "wb") as handle:
@@ -112,12 +165,12 @@ def write_result(job_dir: str, result: JobResult) -> None:
         handle.write(payload)
 
 
-async def store_result(job_dir: str, result: JobResult) -> None:
+async def store_result(job_dir: str, result: JobResult, key: StateKey) -> None:
     """Writes the job result, retrying through a storage outage: without it a restarted coordinator
     would run the job again."""
     for delay in (*RESULT_WRITE_RETRIES_S, None):
         try:
-            await asyncio.to_thread(write_result, job_dir, result)
+            await asyncio.to_thread(write_result, job_dir, result, key)
             return
         except Exception as err:
             if delay is None:

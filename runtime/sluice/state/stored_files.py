@@ -6,7 +6,8 @@ key (`sluice.checkpoint.integrity`).
 
 On local storage a state file is opened without following symlinks, must belong to this user and not
 be writable by all users, and is checked and then unpickled through the same open file: neither a
-symlink nor a swap between checking and reading gets past. From object stores it is copied into an
+symlink nor a swap between checking and reading gets past. It is opened without waiting, so a FIFO or
+device put in its place is refused rather than hanging the restore. From object stores it is copied into an
 anonymous temporary file while hashed, and read from that copy.
 """
 
@@ -88,8 +89,12 @@ def read_verified(uri: str, digest: str | None, shown: str) -> bytes:
 
 
 def _open_local(path: str, shown: str) -> BinaryIO:
+    # O_NONBLOCK: opening a FIFO planted in the file's place would otherwise wait for a writer forever,
+    # and the restore with it. The type is then checked on the descriptor itself (fstat), never with a
+    # stat before the open that the file could be swapped after.
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise IntegrityError(f"state file {shown} is missing") from None
     except OSError as err:
@@ -99,12 +104,17 @@ def _open_local(path: str, shown: str) -> BinaryIO:
                 "the checkpoint is not restored. Restore another one, or a savepoint"
             ) from None
         raise IntegrityError(f"state file {shown} cannot be opened: {err}") from None
-    handle = os.fdopen(fd, "rb")
     info = os.fstat(fd)
-    problem = None
     if not stat.S_ISREG(info.st_mode):
-        problem = "is not a regular file"
-    elif info.st_uid != os.getuid() or info.st_mode & 0o002:
+        os.close(fd)
+        raise IntegrityError(
+            f"state file {shown} is {_kind(info.st_mode)}, not a regular file; Sluice writes none, so it "
+            "was put there: the checkpoint is not restored. Restore another one, or a savepoint"
+        )
+    os.set_blocking(fd, True)  # a regular file: reads behave the same, but nothing relies on that
+    handle = os.fdopen(fd, "rb")
+    problem = None
+    if info.st_uid != os.getuid() or info.st_mode & 0o002:
         # Its owner, or anyone, could change it between the check and the read. (Group write is left
         # alone: with a group per user, as many systems make files, the group is the user.)
         problem = "belongs to another user or is writable by anyone"
@@ -112,6 +122,17 @@ def _open_local(path: str, shown: str) -> BinaryIO:
         handle.close()
         raise IntegrityError(f"state file {shown} {problem}: the checkpoint is not restored")
     return handle
+
+
+def _kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+    )
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def _check(handle: BinaryIO, digest: str, shown: str) -> None:

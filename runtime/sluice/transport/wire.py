@@ -76,7 +76,18 @@ class Wire:
             peer = writer.get_extra_info("peername")
             # The socket's own transport: aborting it also ends a TLS layer started on top of it.
             raw = writer.transport
-            pending = admission.admit(_address(peer), raw.abort)
+            task = asyncio.current_task()
+            assert task is not None
+
+            def make_room() -> None:
+                # Cancelled first: a connection aborted in its TLS handshake would otherwise end
+                # StreamWriter.start_tls with no transport (CPython 3.11), an AttributeError printed
+                # with its traceback for every connection a flood has dropped, and its memory kept.
+                task.cancel()
+                raw.abort()
+                refusals.refused(what, peer, "dropped to make room: the port's pending handshakes are full")
+
+            pending = admission.admit(_address(peer), make_room)
             try:
                 if self.server_tls is not None:
                     await writer.start_tls(self.server_tls, ssl_handshake_timeout=self.handshake_timeout_s)

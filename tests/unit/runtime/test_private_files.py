@@ -35,14 +35,14 @@ def test_a_checkpoint_on_local_storage_is_private(tmp_path: Path) -> None:
     location = storage.checkpoint_location(4)
     write_state_file(location, "op-0.state", b"pickled state")
     write_metadata(location, CheckpointMetadata(4, "job-1", CheckpointKind.CHECKPOINT, 0, None, ()), KEY)
-    write_result(storage.job_dir, JobResult("job-1", JobState.FINISHED, 0))
+    write_result(storage.job_dir, JobResult("job-1", JobState.FINISHED, 0), KEY)
     chk = tmp_path / "chk"
     for directory in (chk, chk / "job-1", chk / "job-1" / "chk-4"):
         assert mode(directory) == 0o700, directory
     for name in ("chk-4/op-0.state", "chk-4/_metadata", "job-result.json"):
         assert mode(chk / "job-1" / name) == 0o600, name
     assert read_metadata(location, KEY).checkpoint_id == 4
-    result = read_result(storage.job_dir)
+    result = read_result(storage.job_dir, "job-1", KEY)
     assert result is not None and result.state is JobState.FINISHED
 
 

@@ -140,11 +140,13 @@ def test_written_metadata_reads_back_equal(tmp_path: Path) -> None:
 def test_a_malformed_job_result_names_the_file_and_field(tmp_path: Path) -> None:
     job_dir = f"file://{tmp_path}"
     good = JobResult("job", JobState.FINISHED, 5, stop_savepoint="file:///sp/savepoint-job-9")
-    (tmp_path / "job-result.json").write_text(json.dumps(good.to_json()))
-    assert read_result(job_dir) == good
-    (tmp_path / "job-result.json").write_text(json.dumps({**good.to_json(), "state": "DONE"}))
+    (tmp_path / "job-result.json").write_text(json.dumps(seal(good.to_json(), TEST_KEY)))
+    assert read_result(job_dir, "job", TEST_KEY) == good
+    # Authenticated, yet malformed: only a Sluice that wrote it wrong makes one, and it is not run past.
+    bad = seal({**good.to_json(), "state": "DONE"}, TEST_KEY)
+    (tmp_path / "job-result.json").write_text(json.dumps(bad))
     with pytest.raises(FormatError) as caught:
-        read_result(job_dir)
+        read_result(job_dir, "job", TEST_KEY)
     assert result_uri(job_dir) in str(caught.value) and "'state' must be one of 'CREATED'" in str(
         caught.value
     )
