@@ -122,6 +122,8 @@ class RunState(StrEnum):
     FINISHED = "FINISHED"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    SUSPENDED = "SUSPENDED"
+    """The coordinator was shut down (SIGTERM) before the job ended; the next coordinator goes on."""
     UNKNOWN = "UNKNOWN"
 
 
