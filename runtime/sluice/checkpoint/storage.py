@@ -20,14 +20,13 @@ from fsspec.implementations.local import LocalFileSystem
 from sluice._fs import filesystem, join, make_dirs, normalize
 from sluice._json import parse_object
 from sluice.checkpoint.integrity import IntegrityError, Verdict, seal, verdict
-from sluice.checkpoint.metadata import CheckpointMetadata, SubtaskHandle
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.state_key import StateKey
-from sluice.state.chain_files import SHARED_DIR, shared_location
 from sluice.state.stored_files import DigestingWriter, read_verified, sha256
+from sluice_contract import checkpoints
+from sluice_contract.checkpoints import METADATA, SHARED_DIR
 
 log = logging.getLogger(__name__)
-METADATA = "_metadata"
-_CHK = re.compile(r"chk-(\d+)$")
 _SHARED_FILE = re.compile(r"-(\d+)-[0-9a-f]+\.kv$")
 
 
@@ -63,51 +62,23 @@ class CheckpointStorage:
         fs.rm(probe)
 
     def latest_completed(self) -> str | None:
-        """The newest checkpoint of this job that has its `_metadata` and every state file it names.
+        """The newest checkpoint of this job that has its authenticated `_metadata` and every state file
+        it names (`sluice_contract.checkpoints.latest_restorable`, the operator's finder too).
 
-        A damaged one (a state file missing or cut short, `_metadata` unreadable) is skipped with a
-        warning for the one before it, when one is retained. When every retained one is damaged this
-        raises `NoRestorableCheckpoint`: starting the job again from its beginning would have its
-        two-phase-commit sinks commit their output a second time.
+        A damaged one is skipped with a warning for the one before it. When every retained one is
+        damaged this raises `NoRestorableCheckpoint`: starting the job again from its beginning would
+        have its two-phase-commit sinks commit their output a second time.
         """
-        skipped: list[str] = []
-        for cid in reversed(self.completed_ids()):
-            location = self.checkpoint_location(cid)
-            if not exists(join(location, METADATA)):
-                continue
-            problem = damage(location, self.key)
-            if problem is None:
-                if skipped:
-                    log.warning(
-                        "restoring %s instead of the newer %s: output that two-phase-commit sinks "
-                        "committed after it is written again",
-                        location,
-                        ", ".join(skipped),
-                    )
-                return location
-            log.warning("checkpoint %s cannot be restored: %s", location, problem)
-            skipped.append(location)
-        if skipped:
-            raise NoRestorableCheckpoint(
-                f"no retained checkpoint of job {self.job_id} can be restored ({', '.join(skipped)}: "
-                "see the warnings above); the job is not started again from its beginning, which would "
-                "write output its sinks already committed a second time. Resume it from a savepoint "
-                "(--from-savepoint), or delete its checkpoint directory to start it afresh on purpose"
-            )
-        return None
+        found = checkpoints.latest_restorable(
+            self.job_dir,
+            self.job_id,
+            filesystems=filesystem,
+            read=lambda location: read_metadata(location, self.key).to_json(),
+        )
+        return None if found is None else found.location
 
     def completed_ids(self) -> list[int]:
-        fs, path = filesystem(self.job_dir)
-        fs.invalidate_cache(path)
-        try:
-            entries = fs.ls(path, detail=False)
-        except FileNotFoundError:
-            return []
-        return sorted(int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/"))))
-
-
-class NoRestorableCheckpoint(RuntimeError):
-    """A job has completed checkpoints in storage, and none of them can be restored."""
+        return checkpoints.checkpoint_ids(self.job_dir, filesystem)
 
 
 def write_state_file(location: str, name: str, data: bytes) -> tuple[int, str]:
@@ -204,30 +175,7 @@ def damage(location: str, key: StateKey) -> str | None:
         metadata = read_metadata(location, key)
     except (OSError, ValueError) as err:
         return f"its {METADATA} cannot be read ({type(err).__name__}: {err})"
-    fs, path = filesystem(location)
-    shared = filesystem(shared_location(location))[1]
-    # TaskManagers wrote these files: a directory listing this process cached (s3fs keeps them) would
-    # call the newest of them missing.
-    fs.invalidate_cache(shared)
-    fs.invalidate_cache(path)
-    for operator in metadata.operators:
-        for handle in operator.handles():
-            files = [] if handle.path is None else [(f"{path}/{handle.path}", handle.size)]
-            if isinstance(handle, SubtaskHandle):
-                for ref in handle.keyed_files:
-                    files.append((f"{shared if ref.shared else path}/{ref.name}", ref.size))
-            for name, expected in files:
-                shown = name.rsplit("/", 2)[-1] if name.startswith(shared) else name.rsplit("/", 1)[-1]
-                try:
-                    size = fs.size(name)
-                except FileNotFoundError:
-                    return f"state file {shown} of operator {operator.uid!r} is missing"
-                if size != expected:
-                    return (
-                        f"state file {shown} of operator {operator.uid!r} has {size} bytes, "
-                        f"{expected} were written"
-                    )
-    return None
+    return checkpoints.damage(location, metadata.to_json(), filesystem)
 
 
 def collect_shared(storage: CheckpointStorage, written_before: int) -> int:

@@ -34,7 +34,7 @@ from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.state_key import StateKey, load_state_key
-from sluice.checkpoint.storage import CheckpointStorage, NoRestorableCheckpoint, read_metadata
+from sluice.checkpoint.storage import CheckpointStorage, read_metadata
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
     AttemptEvent,
@@ -65,6 +65,7 @@ from sluice.transport.messages import (
 )
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES
 from sluice.transport.tls import generate_job_ca
+from sluice_contract.checkpoints import NoRestorableCheckpoint
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
