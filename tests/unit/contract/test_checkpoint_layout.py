@@ -28,7 +28,7 @@ def _filesystems(uri: str) -> tuple[Any, str]:
     return fs, path
 
 
-def _metadata(*subtasks: dict[str, Any]) -> dict[str, Any]:
+def _metadata(*subtasks: object) -> dict[str, Any]:
     return {"operators": [{"uid": "op", "subtasks": list(subtasks)}]}
 
 
