@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice_operator.models import PodPhase, RunState, SavepointSpec, SavepointStatus
+from sluice_operator.models import UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class CoordinatorView:
 
     @property
     def state(self) -> str:
-        return str(self.job.get("state") or RunState.UNKNOWN)
+        return str(self.job.get("state") or UNKNOWN_STATE)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Any
 
 import aiohttp
 
-from sluice_operator.models import REST_PORT, TriggerState
+from sluice_operator.models import REST_PORT, UNKNOWN_STATE
 
 
 class CoordinatorError(Exception):
@@ -59,7 +59,7 @@ class Coordinator:
         except CoordinatorError as error:
             if "HTTP 404" in str(error):
                 return {
-                    "status": TriggerState.UNKNOWN.value,
+                    "status": UNKNOWN_STATE,
                     "error": f"the coordinator does not know trigger {trigger_id}",
                 }
             raise

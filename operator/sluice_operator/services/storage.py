@@ -15,7 +15,7 @@ from typing import Any
 import fsspec
 
 from sluice_contract.checkpoints import METADATA, latest_restorable
-from sluice_operator.models import RunState
+from sluice_operator.models import UNKNOWN_STATE
 
 from .observed import JobResult, Snapshot
 
@@ -65,7 +65,7 @@ class Storage:
             return None
         return JobResult(
             job_id=str(data.get("jobId") or job_id),
-            state=str(data.get("state") or RunState.UNKNOWN),
+            state=str(data.get("state") or UNKNOWN_STATE),
             timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
             # Not lastSavepoint: a bounded job that took a plain (periodic) savepoint and then ended on
             # its own has one, and starting a new run from it would write everything after it again.
