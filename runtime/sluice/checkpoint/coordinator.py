@@ -204,10 +204,25 @@ class CheckpointCoordinator:
         else:
             log.error("settling a checkpoint failed", exc_info=err)
 
-    async def settle(self) -> None:
-        """Waits until no checkpoint is being finalized or discarded."""
+    async def settle(self, warn_every_s: float | None = None) -> None:
+        """Waits until no checkpoint is being finalized or discarded, however long that takes: a
+        `_metadata` write still running may land at any moment, and whoever picks a checkpoint from
+        storage before it has would pass over the newest one. Storage calls time out on their own
+        (`sluice._fs`). With `warn_every_s`, says so each time that long has passed."""
+        started = time.monotonic()
+        warned = 0
         while self._settling:
-            await asyncio.wait(set(self._settling))
+            due = None if warn_every_s is None else started + (warned + 1) * warn_every_s
+            await asyncio.wait(set(self._settling), timeout=None if due is None else due - time.monotonic())
+            if self._settling and due is not None and time.monotonic() >= due:
+                warned += 1
+                log.warning(
+                    "checkpoint storage has not settled after %.0fs: %d checkpoint write(s) or "
+                    "discard(s) still running; waiting for them, so that no _metadata lands after the "
+                    "next restore point is chosen",
+                    time.monotonic() - started,
+                    len(self._settling),
+                )
 
     def _record_failure(self, pending: PendingCheckpoint, reason: str) -> None:
         self.counts["failed"] += 1

@@ -437,11 +437,9 @@ class JobMaster:
     async def _end_attempt(self, graceful: bool, ends_for_good: bool = False) -> None:
         self.checkpoints.abort_all("the job attempt ended")
         # A checkpoint whose metadata is being written completes (and is then the one to restore);
-        # failed ones are being deleted. The next attempt picks from storage once both are done.
-        try:
-            await asyncio.wait_for(self.checkpoints.settle(), self.config.checkpoints.timeout_s)
-        except TimeoutError:
-            log.warning("checkpoint storage did not settle within %gs", self.config.checkpoints.timeout_s)
+        # failed ones are being deleted. The next attempt picks from storage once both are done,
+        # however long that takes: it must not choose while a _metadata may still land.
+        await self.checkpoints.settle(warn_every_s=self.config.checkpoints.timeout_s)
         await self._control.close_links(self._job_end_notice() if ends_for_good else None)
         # TaskManagers told of the job's end release their sinks' transactions before they exit.
         await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)
