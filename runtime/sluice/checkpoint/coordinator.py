@@ -32,6 +32,7 @@ from sluice.checkpoint.plan import FinishedSubtasks, SubtaskId, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage, collect_shared, discard, write_metadata
 from sluice.graph.jobgraph import JobGraph, JobVertex, finished_inputs
 from sluice.transport.messages import STATE_WRITE, Abort, Complete, Decline, ToTaskManager, Trigger
+from sluice_contract.rest import CheckpointsSummary
 
 log = logging.getLogger(__name__)
 
@@ -387,11 +388,14 @@ class CheckpointCoordinator:
         collect_shared(self.storage, written_before)
 
     def as_json(self) -> dict[str, Any]:
+        summary = CheckpointsSummary(
+            latest=self.latest.summary() if self.latest else None,
+            history=tuple(r.summary() for r in reversed(self.history[-50:])),
+        )
         return {
+            **summary.to_json(),
             "counts": {**self.counts, "inProgress": len(self.pending)},
-            "latest": self.latest.as_json() if self.latest else None,
             "latestSavepoint": self.latest_savepoint.as_json() if self.latest_savepoint else None,
-            "history": [r.as_json() for r in reversed(self.history[-50:])],
             "inProgress": [
                 {
                     "id": p.checkpoint_id,

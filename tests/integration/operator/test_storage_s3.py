@@ -125,9 +125,17 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
         new_job_id="",
     )
     obs = Observed(
-        coordinator=CoordinatorView(
-            job={"jobId": current, "state": "RUNNING"},
-            checkpoints={"latest": {"id": 3, "path": f"{root}/{current}/chk-3"}},
+        coordinator=CoordinatorView.parse(
+            {"jobId": current, "state": "RUNNING"},
+            {
+                "latest": {
+                    "id": 3,
+                    "kind": "checkpoint",
+                    "status": "COMPLETED",
+                    "triggerTime": 1,
+                    "path": f"{root}/{current}/chk-3",
+                }
+            },
         )
     )
     kube = _RecordingKube()
