@@ -20,10 +20,20 @@ from fsspec.implementations.local import LocalFileOpener, LocalFileSystem
 FILE_MODE = 0o600
 DIRECTORY_MODE = 0o700
 
+S3_CLIENT_CONFIG: dict[str, Any] = {
+    "connect_timeout": 5,
+    "read_timeout": 30,
+    "retries": {"max_attempts": 3, "mode": "standard"},
+}
+"""botocore's settings for every S3 call: a store that stops answering fails the call (s3fs retries it
+a few times more) instead of holding a `_metadata` write, and with it the job's next attempt
+(`CheckpointCoordinator.settle`), forever. Stated here rather than left to s3fs's defaults."""
+
 
 def filesystem(uri: str) -> tuple[Any, str]:
     """The file system of `uri` and the path inside it (no protocol prefix for local files)."""
-    fs, path = fsspec.core.url_to_fs(uri)
+    options = {"config_kwargs": S3_CLIENT_CONFIG} if uri.startswith(("s3://", "s3a://")) else {}
+    fs, path = fsspec.core.url_to_fs(uri, **options)
     if type(fs) is LocalFileSystem:
         fs = PrivateLocalFileSystem()
     return fs, path

@@ -1,22 +1,24 @@
 """Pydantic models of the `StreamJob` and `Savepoint` resources; the CRDs are generated from them."""
 
+from sluice_contract.states import CheckpointStatus as TriggerState  # a savepoint trigger's status
+from sluice_contract.states import JobState as RunState  # `JobState` here is `spec.state`
+from sluice_contract.states import RestartKind
+
 from ._base import DURATION_HINT, URI_HINT, duration_ms
 from .config import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
 from .constants import API_VERSION, GROUP, REST_PORT, VERSION
 from .enums import (
+    UNKNOWN_STATE,
     ConditionType,
     DegradedReason,
     JobState,
     LifecycleState,
     MonitorReason,
     PodPhase,
-    RestartKind,
-    RunState,
     SavepointKind,
     SavepointState,
     StateBackend,
     StopMode,
-    TriggerState,
     UpgradeMode,
 )
 from .savepoint import SavepointSpec, SavepointStatus
@@ -43,6 +45,7 @@ __all__ = [
     "DURATION_HINT",
     "GROUP",
     "REST_PORT",
+    "UNKNOWN_STATE",
     "URI_HINT",
     "VERSION",
     "CheckpointInfo",

@@ -3,8 +3,8 @@
 A StrEnum member is its string: it serializes, compares and formats exactly as the literal it
 replaces, so the CRD schemas and the statuses written are unchanged. Enums used as field types say
 what they are in a comment, not a docstring: pydantic would put a docstring into the CRD schema.
-The runtime's vocabulary (`RunState`, `TriggerState`) is mirrored here rather than imported: the
-operator knows the runtime only through its REST API and storage layout.
+The runtime's vocabulary is not here: it is the contract's (`sluice_contract.states`), which
+`sluice_operator.models` names as the operator uses it.
 """
 
 from __future__ import annotations
@@ -28,12 +28,6 @@ class UpgradeMode(StrEnum):
     STATELESS = "stateless"
     SAVEPOINT = "savepoint"
     LAST_STATE = "last-state"
-
-
-class RestartKind(StrEnum):
-    FIXED_DELAY = "fixed-delay"
-    EXPONENTIAL = "exponential"
-    NONE = "none"
 
 
 # `status.lifecycleState`: where the operator sees the job.
@@ -109,29 +103,8 @@ class SavepointState(StrEnum):
         return self in (SavepointState.COMPLETED, SavepointState.FAILED, SavepointState.ABANDONED)
 
 
-class RunState(StrEnum):
-    """A run's state as its coordinator (`GET /v1/job`) or its `job-result.json` reports it.
-
-    Kept as text where it is read (a newer runtime may report a state this list lacks); compared
-    against these members.
-    """
-
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    RESTARTING = "RESTARTING"
-    FINISHED = "FINISHED"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-    UNKNOWN = "UNKNOWN"
-
-
-class TriggerState(StrEnum):
-    """A savepoint trigger's state as the coordinator reports it (`GET /v1/savepoints/<trigger>`)."""
-
-    IN_PROGRESS = "IN_PROGRESS"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    UNKNOWN = "UNKNOWN"
+UNKNOWN_STATE = "UNKNOWN"
+"""The state shown when the runtime reported none: a run or trigger the coordinator does not know."""
 
 
 class PodPhase(StrEnum):

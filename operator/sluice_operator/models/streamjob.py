@@ -6,8 +6,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from sluice_contract.states import RestartKind
+
 from ._base import CamelModel, Duration, ObjectName, Quantity, Uri
-from .enums import JobState, RestartKind, StateBackend, UpgradeMode
+from .enums import JobState, StateBackend, UpgradeMode
 
 PodTemplate = Annotated[
     dict[str, Any],

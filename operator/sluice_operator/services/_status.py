@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypeVar
 
+from sluice_contract.rest import CheckpointSummary
 from sluice_operator.models import (
     CheckpointInfo,
     JobStatus,
@@ -19,6 +20,8 @@ from sluice_operator.models import constants as c
 from ._time import rfc3339
 from .observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
 
+N = TypeVar("N", int, float)
+
 
 def job_from_result(result: JobResult, previous: JobStatus | None) -> JobStatus:
     job = (previous or JobStatus()).model_copy(update={"id": result.job_id, "state": result.state})
@@ -30,16 +33,9 @@ def job_from_result(result: JobResult, previous: JobStatus | None) -> JobStatus:
     return job
 
 
-def _int(body: dict[str, Any], key: str) -> int | None:
-    value = body.get(key)
-    return value if isinstance(value, int) else None
-
-
-def _rate(rates: dict[str, Any], key: str) -> float | None:
-    value = rates.get(key)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return round(float(value), 1)
-    return None  # none measured yet (or an older coordinator): no stale figure
+def _rate(value: float | None) -> float | None:
+    # None: none measured yet (or an older coordinator), no stale figure.
+    return round(value, 1) if value is not None and math.isfinite(value) else None
 
 
 def job_from_coordinator(view: CoordinatorView, pod: PodView, previous: JobStatus | None) -> JobStatus:
@@ -48,34 +44,30 @@ def job_from_coordinator(view: CoordinatorView, pod: PodView, previous: JobStatu
     job = (previous or JobStatus()).model_copy()
     job.id = view.job_id or pod.job_id
     job.state = view.state
-    counts = body.get("subtasks") or {}
-    job.subtasks = SubtaskCounts(**{k: int(counts.get(k, 0)) for k in ("running", "finished", "total")})
-    if (start := _int(body, "startTime")) is not None:
-        job.start_time = rfc3339(start)
-    if (end := _int(body, "endTime")) is not None:
-        job.end_time = rfc3339(end)
-    if (restarts := _int(body, "restarts")) is not None:
-        job.restarts = restarts
+    counts = body.subtasks
+    job.subtasks = SubtaskCounts(running=counts.running, finished=counts.finished, total=counts.total)
+    if body.start_time is not None:
+        job.start_time = rfc3339(body.start_time)
+    if body.end_time is not None:
+        job.end_time = rfc3339(body.end_time)
+    if body.restarts is not None:
+        job.restarts = body.restarts
     if pod.restored_from:
         job.restored_from = pod.restored_from
     # Copied into status.job for `kubectl get streamjobs -o wide`.
-    found = body.get("rates")
-    rates: dict[str, Any] = found if isinstance(found, dict) else {}
-    job.records_read_per_second = _rate(rates, "recordsReadPerSecond")
-    job.records_written_per_second = _rate(rates, "recordsWrittenPerSecond")
+    job.records_read_per_second = _rate(body.rates.records_read_per_second)
+    job.records_written_per_second = _rate(body.rates.records_written_per_second)
     return job
 
 
 def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None) -> CheckpointInfo | None:
     """The coordinator's latest checkpoint while it runs, else the newest one found in storage."""
-    latest = (view.checkpoints or {}).get("latest") if view is not None else None
-    if (
-        isinstance(latest, dict)
-        and latest.get("id") is not None
-        and (stored is None or int(latest["id"]) >= stored.checkpoint_id or latest.get("path") != stored.path)
+    latest = view.latest_checkpoint if view is not None else None
+    if latest is not None and (
+        stored is None or latest.id >= stored.checkpoint_id or latest.path != stored.path
     ):
-        history = (view.checkpoints or {}).get("history") if view is not None else None
-        return _reported(latest, stored, history if isinstance(history, list) else [])
+        assert view is not None and view.checkpoints is not None
+        return _reported(latest, stored, view.checkpoints.history)
     if stored is None:
         return None
     return CheckpointInfo(
@@ -89,39 +81,34 @@ def last_checkpoint(stored: Snapshot | None, view: CoordinatorView | None = None
     )
 
 
-def _copy_costs(out: CheckpointInfo, record: dict[str, Any]) -> None:
-    """The figures the coordinator's history gives the checkpoint; one that is not a number is left out."""
-    for field, key, kind in _COSTS:
-        value = record.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf:
-            setattr(out, field, kind(value))
-
-
-_COSTS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
-    ("duration_ms", "durationMs", int),
-    ("sync_ms", "syncMs", float),
-    ("async_ms", "asyncMs", float),
-    ("bytes_written", "bytesWritten", int),
-    ("state_size", "stateSize", int),
-)
-
-
-def _reported(latest: dict[str, Any], stored: Snapshot | None, history: list[Any]) -> CheckpointInfo:
+def _reported(
+    latest: CheckpointSummary, stored: Snapshot | None, history: tuple[CheckpointSummary, ...]
+) -> CheckpointInfo:
     """The coordinator's latest checkpoint, with what storage adds when it has read the same one."""
     out = CheckpointInfo(
-        id=int(latest["id"]),
-        path=str(latest.get("path") or ""),
-        kind=str(latest.get("kind") or "checkpoint"),
-        fully_finished_operators=[str(u) for u in latest.get("fullyFinishedOperators") or []],
+        id=latest.id,
+        path=latest.path or "",
+        kind=latest.kind,
+        fully_finished_operators=list(latest.fully_finished_operators or ()),
     )
-    stamp = latest.get("timestamp", latest.get("completionTime"))
-    if isinstance(stamp, int):
-        out.time = rfc3339(stamp)
-    _copy_costs(out, next((r for r in history if isinstance(r, dict) and r.get("id") == out.id), {}))
+    if latest.completion_time is not None:
+        out.time = rfc3339(latest.completion_time)
+    # The figures the coordinator's history gives the checkpoint; one that is not a number is left out.
+    record = next((r for r in history if r.id == out.id), None)
+    if record is not None:
+        out.duration_ms = _figure(record.duration_ms)
+        out.sync_ms = _figure(record.sync_ms)
+        out.async_ms = _figure(record.async_ms)
+        out.bytes_written = _figure(record.bytes_written)
+        out.state_size = _figure(record.state_size)
     if stored is not None and stored.path == out.path:
         out.operators = len(stored.operators)
         out.all_operators_finished = stored.all_finished
     return out
+
+
+def _figure(value: N | None) -> N | None:
+    return value if value is not None and 0 <= value < math.inf else None
 
 
 def savepoint_summary(

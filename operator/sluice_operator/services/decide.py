@@ -253,18 +253,18 @@ def _active(
     if not running:
         plan.soon(2.0)
         return LifecycleState.DEPLOYING, None
-    start = coordinator.job.get("startTime") if coordinator is not None else None
+    start = coordinator.job.start_time if coordinator is not None else None
     periodic_and_cleanup(
         ctx,
         obs,
         plan,
         job_running=job_state == RunState.RUNNING,
-        start_ms=start if isinstance(start, int) else None,
+        start_ms=start,
     )
     if job_state == RunState.RESTARTING:
         return (
             LifecycleState.RUNNING,
-            f"job is restarting after a failure: {coordinator.job.get('error')}"
+            f"job is restarting after a failure: {coordinator.job.error}"
             if coordinator is not None
             else None,
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 
@@ -120,7 +119,7 @@ async def _ask_coordinator(deps: Deps, obs: Observed, ip: str, token: str | None
     client = Coordinator(deps.http, ip, token=token)
     try:
         job = await client.job()
-        checkpoints: dict[str, Any] | None = await client.checkpoints()
+        checkpoints = await client.checkpoints()
     except CoordinatorError as error:
         obs.coordinator_error = str(error)
         return

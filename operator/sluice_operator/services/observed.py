@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice_operator.models import PodPhase, RunState, SavepointSpec, SavepointStatus
+from sluice_contract.rest import CheckpointsSummary, CheckpointSummary, JobSummary, SavepointProgress
+from sluice_operator.models import UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
 
 
 @dataclass(frozen=True)
@@ -63,17 +64,28 @@ class Snapshot:
 class CoordinatorView:
     """What the coordinator's REST API says (`GET /v1/job`, `GET /v1/checkpoints`)."""
 
-    job: dict[str, Any]
-    checkpoints: dict[str, Any] | None
+    job: JobSummary
+    checkpoints: CheckpointsSummary | None
+
+    @staticmethod
+    def parse(job: Any, checkpoints: Any = None) -> CoordinatorView:
+        """From the documents as sent; a malformed one raises DocumentError naming the field."""
+        return CoordinatorView(
+            JobSummary.from_json(job, "job"),
+            None if checkpoints is None else CheckpointsSummary.from_json(checkpoints, "checkpoints"),
+        )
 
     @property
     def job_id(self) -> str | None:
-        value = self.job.get("jobId")
-        return str(value) if value is not None else None
+        return self.job.job_id or None
 
     @property
     def state(self) -> str:
-        return str(self.job.get("state") or RunState.UNKNOWN)
+        return self.job.state or UNKNOWN_STATE
+
+    @property
+    def latest_checkpoint(self) -> CheckpointSummary | None:
+        return self.checkpoints.latest if self.checkpoints is not None else None
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ class Observed:
     latest_checkpoint: Snapshot | None = None  # newest of the current run in storage (no coordinator)
     last_result_snapshot: Snapshot | None = None  # the result's lastCheckpoint, read from storage
     savepoints: list[SavepointView] = field(default_factory=list)
-    savepoint_polls: dict[str, dict[str, Any]] = field(default_factory=dict)  # trigger id -> REST answer
+    savepoint_polls: dict[str, SavepointProgress] = field(default_factory=dict)  # by trigger id
     storage_error: str | None = None
     # The coordinator's REST token, for the calls acting on what was observed; kept out of any repr.
     rest_token: str | None = field(default=None, repr=False)

@@ -47,8 +47,8 @@ def expired_runs(ctx: JobContext, obs: Observed, checkpoint_dir: str) -> list[st
         return []
     if coordinator.state != RunState.RUNNING:
         return []
-    latest = ((coordinator.checkpoints or {}).get("latest") or {}).get("path")
-    if run_of(str(latest) if latest else None, checkpoint_dir) != current:
+    latest = coordinator.latest_checkpoint
+    if run_of(latest.path if latest is not None else None, checkpoint_dir) != current:
         return []  # no checkpoint of its own yet: a restart would start from where this run did
     referenced = [ctx.status.job.restored_from if ctx.status.job is not None else None]
     referenced += [v.status.path for v in obs.savepoints if v.status.state is SavepointState.COMPLETED]

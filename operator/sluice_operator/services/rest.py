@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
-from sluice_operator.models import REST_PORT, TriggerState
+from sluice_contract.rest import (
+    CheckpointsSummary,
+    DocumentError,
+    JobSummary,
+    SavepointProgress,
+    SavepointTriggered,
+)
+from sluice_operator.models import REST_PORT, UNKNOWN_STATE
+
+D = TypeVar("D", JobSummary, CheckpointsSummary, SavepointTriggered, SavepointProgress)
 
 
 class CoordinatorError(Exception):
@@ -38,30 +47,34 @@ class Coordinator:
         except (aiohttp.ClientError, TimeoutError, ValueError) as error:
             raise CoordinatorError(f"{method} {url}: {error or type(error).__name__}") from None
 
-    async def job(self) -> dict[str, Any]:
-        return dict(await self._call("GET", "/v1/job"))
+    async def _read(self, kind: type[D], method: str, path: str, body: dict[str, Any] | None = None) -> D:
+        answer = await self._call(method, path, body)
+        try:
+            return kind.from_json(answer)
+        except DocumentError as error:
+            raise CoordinatorError(f"{method} {path} answered a malformed document: {error}") from None
 
-    async def checkpoints(self) -> dict[str, Any]:
-        return dict(await self._call("GET", "/v1/checkpoints"))
+    async def job(self) -> JobSummary:
+        return await self._read(JobSummary, "GET", "/v1/job")
+
+    async def checkpoints(self) -> CheckpointsSummary:
+        return await self._read(CheckpointsSummary, "GET", "/v1/checkpoints")
 
     async def trigger_savepoint(self, stop: str | bool, target_directory: str) -> str:
-        answer = await self._call(
-            "POST", "/v1/savepoints", {"stop": stop, "targetDirectory": target_directory}
-        )
-        trigger = answer.get("triggerId") if isinstance(answer, dict) else None
-        if not trigger:
-            raise CoordinatorError(f"POST /v1/savepoints answered without a triggerId: {answer}")
-        return str(trigger)
+        body = {"stop": stop, "targetDirectory": target_directory}
+        triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
+        if not triggered.trigger_id:
+            raise CoordinatorError("POST /v1/savepoints answered an empty triggerId")
+        return triggered.trigger_id
 
-    async def savepoint(self, trigger_id: str) -> dict[str, Any]:
+    async def savepoint(self, trigger_id: str) -> SavepointProgress:
         try:
-            return dict(await self._call("GET", f"/v1/savepoints/{trigger_id}"))
+            return await self._read(SavepointProgress, "GET", f"/v1/savepoints/{trigger_id}")
         except CoordinatorError as error:
             if "HTTP 404" in str(error):
-                return {
-                    "status": TriggerState.UNKNOWN.value,
-                    "error": f"the coordinator does not know trigger {trigger_id}",
-                }
+                return SavepointProgress(
+                    UNKNOWN_STATE, error=f"the coordinator does not know trigger {trigger_id}"
+                )
             raise
 
 

@@ -233,20 +233,20 @@ def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointSta
     assert view.spec is not None
     poll = obs.savepoint_polls.get(status.trigger_id or "")
     if poll is not None:
-        answer = str(poll.get("status"))
+        answer = poll.status
         if answer == TriggerState.COMPLETED:
             return _with(
                 view,
                 state=SavepointState.COMPLETED,
-                path=poll.get("path"),
-                checkpoint_id=poll.get("checkpointId"),
+                path=poll.path,
+                checkpoint_id=poll.checkpoint_id,
                 completion_time=rfc3339(ctx.now_ms),
                 error=None,
             )
         if answer == TriggerState.IN_PROGRESS:
             return None
         failures = status.failures + 1
-        error = str(poll.get("error") or f"the coordinator answered {answer}")
+        error = poll.error or f"the coordinator answered {answer}"
         if failures > view.spec.backoff_limit:
             return _with(view, state=SavepointState.FAILED, failures=failures, error=error, trigger_id=None)
         return _with(view, state=SavepointState.PENDING, failures=failures, error=error, trigger_id=None)

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import fsspec
 
-from sluice_operator.models import RunState
+from sluice_contract.checkpoints import METADATA, latest_restorable
+from sluice_operator.models import UNKNOWN_STATE
 
 from .observed import JobResult, Snapshot
-
-_CHK = re.compile(r"chk-(\d+)$")
 
 # Environment keys of a storage secret -> fsspec (s3fs) options.
 _S3_KEYS = {"AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token"}
@@ -67,7 +65,7 @@ class Storage:
             return None
         return JobResult(
             job_id=str(data.get("jobId") or job_id),
-            state=str(data.get("state") or RunState.UNKNOWN),
+            state=str(data.get("state") or UNKNOWN_STATE),
             timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
             # Not lastSavepoint: a bounded job that took a plain (periodic) savepoint and then ended on
             # its own has one, and starting a new run from it would write everything after it again.
@@ -81,36 +79,46 @@ class Storage:
         return None if data is None else _snapshot(path.rstrip("/"), data)
 
     async def latest_checkpoint(self, checkpoint_dir: str, job_id: str | None = None) -> Snapshot | None:
-        """The newest complete checkpoint under `checkpoint_dir`: of run `job_id` (by checkpoint number),
-        or of any run (by `_metadata` timestamp)."""
+        """The newest restorable checkpoint under `checkpoint_dir`: of run `job_id` (by checkpoint number),
+        or of any run (by `_metadata` timestamp).
+
+        A damaged one (a state file missing or cut short) is passed over for the one before it, as the
+        runtime does (`sluice_contract.checkpoints`); a run whose retained checkpoints are all damaged
+        raises `NoRestorableCheckpoint` rather than let a new run start from an older restore point.
+        """
         return await asyncio.to_thread(self._latest, checkpoint_dir, job_id)
 
     def _latest(self, checkpoint_dir: str, job_id: str | None) -> Snapshot | None:
-        fs, root = self._fs(checkpoint_dir)
-        protocol = checkpoint_dir.split("://", 1)[0] + "://" if "://" in checkpoint_dir else ""
-        # Listings are cached by some filesystems (s3fs); checkpoints come and go between two reconciles.
-        fs.invalidate_cache()
-        try:
-            found = fs.glob(f"{root.rstrip('/')}/{job_id or '*'}/chk-*/_metadata")
-        except FileNotFoundError:
-            return None
+        root = checkpoint_dir.rstrip("/")
         best: Snapshot | None = None
-        # Newest first by checkpoint number within a run; reading every _metadata would not scale.
-        by_run: dict[str, list[tuple[int, str]]] = {}
-        for meta in found:
-            folder = meta.rsplit("/", 1)[0]
-            match = _CHK.search(folder)
-            if match:
-                by_run.setdefault(folder.rsplit("/", 2)[-2], []).append((int(match.group(1)), folder))
-        for entries in by_run.values():
-            _, folder = max(entries)
-            data = self._read_json(f"{protocol}{folder}/_metadata" if protocol else f"{folder}/_metadata")
-            if data is None:
+        for run in [job_id] if job_id else self._runs(root):
+            found = latest_restorable(f"{root}/{run}", run, filesystems=self._fs, read=self._metadata)
+            if found is None:
                 continue
-            snap = _snapshot(f"{protocol}{folder}" if protocol else folder, data)
+            snap = _snapshot(found.location, dict(found.metadata))
             if best is None or (snap.timestamp or 0) > (best.timestamp or 0):
                 best = snap
         return best
+
+    def _runs(self, root: str) -> list[str]:
+        fs, path = self._fs(root)
+        # Listings are cached by some filesystems (s3fs); runs come and go between two reconciles.
+        fs.invalidate_cache(path)
+        try:
+            entries = fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return []
+        return [
+            str(e["name"]).rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"
+        ]
+
+    def _metadata(self, location: str) -> dict[str, Any]:
+        fs, path = self._fs(f"{location}/{METADATA}")
+        with fs.open(path, "rb") as handle:
+            data = json.loads(handle.read())
+        if not isinstance(data, dict):
+            raise ValueError(f"it holds a JSON {type(data).__name__}, not an object")
+        return data
 
     async def dispose(self, path: str) -> bool:
         """Delete a savepoint directory; False when it was already gone."""

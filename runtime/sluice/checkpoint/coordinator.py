@@ -32,6 +32,7 @@ from sluice.checkpoint.plan import FinishedSubtasks, SubtaskId, plan_checkpoint
 from sluice.checkpoint.storage import CheckpointStorage, collect_shared, discard, write_metadata
 from sluice.graph.jobgraph import JobGraph, JobVertex, finished_inputs
 from sluice.transport.messages import STATE_WRITE, Abort, Complete, Decline, ToTaskManager, Trigger
+from sluice_contract.rest import CheckpointsSummary
 
 log = logging.getLogger(__name__)
 
@@ -204,10 +205,25 @@ class CheckpointCoordinator:
         else:
             log.error("settling a checkpoint failed", exc_info=err)
 
-    async def settle(self) -> None:
-        """Waits until no checkpoint is being finalized or discarded."""
+    async def settle(self, warn_every_s: float | None = None) -> None:
+        """Waits until no checkpoint is being finalized or discarded, however long that takes: a
+        `_metadata` write still running may land at any moment, and whoever picks a checkpoint from
+        storage before it has would pass over the newest one. Storage calls time out on their own
+        (`sluice._fs`). With `warn_every_s`, says so each time that long has passed."""
+        started = time.monotonic()
+        warned = 0
         while self._settling:
-            await asyncio.wait(set(self._settling))
+            due = None if warn_every_s is None else started + (warned + 1) * warn_every_s
+            await asyncio.wait(set(self._settling), timeout=None if due is None else due - time.monotonic())
+            if self._settling and due is not None and time.monotonic() >= due:
+                warned += 1
+                log.warning(
+                    "checkpoint storage has not settled after %.0fs: %d checkpoint write(s) or "
+                    "discard(s) still running; waiting for them, so that no _metadata lands after the "
+                    "next restore point is chosen",
+                    time.monotonic() - started,
+                    len(self._settling),
+                )
 
     def _record_failure(self, pending: PendingCheckpoint, reason: str) -> None:
         self.counts["failed"] += 1
@@ -372,11 +388,14 @@ class CheckpointCoordinator:
         collect_shared(self.storage, written_before)
 
     def as_json(self) -> dict[str, Any]:
+        summary = CheckpointsSummary(
+            latest=self.latest.summary() if self.latest else None,
+            history=tuple(r.summary() for r in reversed(self.history[-50:])),
+        )
         return {
+            **summary.to_json(),
             "counts": {**self.counts, "inProgress": len(self.pending)},
-            "latest": self.latest.as_json() if self.latest else None,
             "latestSavepoint": self.latest_savepoint.as_json() if self.latest_savepoint else None,
-            "history": [r.as_json() for r in reversed(self.history[-50:])],
             "inProgress": [
                 {
                     "id": p.checkpoint_id,

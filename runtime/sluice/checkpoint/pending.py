@@ -11,6 +11,7 @@ from sluice._states import CheckpointKind, CheckpointStatus, StopMode
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import CheckpointPlan, SubtaskId
+from sluice_contract.rest import CheckpointSummary
 
 
 class Waiting:
@@ -126,35 +127,41 @@ class CheckpointRecord:
     finished_subtasks: int = 0
     stats: SnapshotStats | None = None
 
+    def summary(self) -> CheckpointSummary:
+        """As the REST API shows it (`GET /v1/checkpoints`): what it cost once it completed."""
+        if self.status != CheckpointStatus.COMPLETED:
+            return CheckpointSummary(
+                self.checkpoint_id,
+                self.kind,
+                self.status,
+                self.trigger_ms,
+                self.completion_ms,
+                self.path,
+                self.error,
+            )
+        stats = self.stats or SnapshotStats()
+        return CheckpointSummary(
+            self.checkpoint_id,
+            self.kind,
+            self.status,
+            self.trigger_ms,
+            self.completion_ms,
+            self.path,
+            self.error,
+            fully_finished_operators=tuple(self.fully_finished),
+            finished_subtasks=self.finished_subtasks,
+            duration_ms=self.duration_ms,
+            sync_ms=stats.sync_ms,
+            async_ms=stats.async_ms,
+            start_delay_ms=stats.start_delay_ms,
+            alignment_ms=stats.alignment_ms,
+            bytes_written=stats.bytes_written,
+            state_size=stats.state_size,
+        )
+
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.checkpoint_id,
-            "kind": self.kind,
-            "status": self.status,
-            "triggerTime": self.trigger_ms,
-            "completionTime": self.completion_ms,
-            "path": self.path,
-            "error": self.error,
-        }
-        if self.status == CheckpointStatus.COMPLETED:
-            out["fullyFinishedOperators"] = self.fully_finished
-            out["finishedSubtasks"] = self.finished_subtasks
-            out.update(self.figures())
-        return out
+        return self.summary().to_json()
 
     @property
     def duration_ms(self) -> int | None:
         return None if self.completion_ms is None else self.completion_ms - self.trigger_ms
-
-    def figures(self) -> dict[str, Any]:
-        """Duration, synchronous part, bytes written and full state size of a completed checkpoint."""
-        stats = self.stats or SnapshotStats()
-        return {
-            "durationMs": self.duration_ms,
-            "syncMs": stats.sync_ms,
-            "asyncMs": stats.async_ms,
-            "startDelayMs": stats.start_delay_ms,
-            "alignmentMs": stats.alignment_ms,
-            "bytesWritten": stats.bytes_written,
-            "stateSize": stats.state_size,
-        }

@@ -20,14 +20,15 @@ from fsspec.implementations.local import LocalFileSystem
 from sluice._fs import filesystem, join, make_dirs, normalize
 from sluice._json import parse_object
 from sluice.checkpoint.integrity import INTEGRITY_FIELD, IntegrityError, Verdict, seal, verdict
-from sluice.checkpoint.metadata import DIGESTS_SINCE, CheckpointMetadata, SubtaskHandle
+from sluice.checkpoint.metadata import DIGESTS_SINCE, CheckpointMetadata
 from sluice.checkpoint.state_key import StateKey
-from sluice.state.chain_files import SHARED_DIR, shared_location
 from sluice.state.stored_files import DigestingWriter, read_verified, sha256
+from sluice_contract import checkpoints
+from sluice_contract.checkpoints import METADATA, SHARED_DIR, NoRestorableCheckpoint
+
+__all__ = ["CheckpointStorage", "NoRestorableCheckpoint"]
 
 log = logging.getLogger(__name__)
-METADATA = "_metadata"
-_CHK = re.compile(r"chk-(\d+)$")
 _SHARED_FILE = re.compile(r"-(\d+)-[0-9a-f]+\.kv$")
 
 
@@ -63,67 +64,39 @@ class CheckpointStorage:
         fs.rm(probe)
 
     def latest_completed(self) -> str | None:
-        """The newest checkpoint of this job that has its `_metadata` and every state file it names.
+        """The newest checkpoint of this job that has its authenticated `_metadata` and every state file
+        it names (`sluice_contract.checkpoints.latest_restorable`, the operator's finder too).
 
-        A damaged one (a state file missing or cut short, `_metadata` unreadable) is skipped with a
-        warning for the one before it, when one is retained. When every retained one is damaged this
-        raises `NoRestorableCheckpoint`: starting the job again from its beginning would have its
-        two-phase-commit sinks commit their output a second time.
+        A damaged one is skipped with a warning for the one before it. When every retained one is
+        damaged this raises `NoRestorableCheckpoint`: starting the job again from its beginning would
+        have its two-phase-commit sinks commit their output a second time.
         """
-        skipped: list[str] = []
-        before_macs: str | None = None
-        for cid in reversed(self.completed_ids()):
-            location = self.checkpoint_location(cid)
-            if not exists(join(location, METADATA)):
-                continue
-            problem = damage(location, self.key)
-            if problem is None:
-                if skipped:
-                    log.warning(
-                        "restoring %s instead of the newer %s: output that two-phase-commit sinks "
-                        "committed after it is written again",
-                        location,
-                        ", ".join(skipped),
-                    )
-                return location
-            log.warning("checkpoint %s cannot be restored: %s", location, problem)
-            skipped.append(location)
-            if before_macs is None and written_before_macs(location):
-                before_macs = location
-        if skipped:
-            raise NoRestorableCheckpoint(
-                f"no retained checkpoint of job {self.job_id} can be restored ({', '.join(skipped)}: "
-                "see the warnings above); the job is not started again from its beginning, which would "
-                "write output its sinks already committed a second time. "
-                + (self._upgrade_advice(before_macs) if before_macs else _DAMAGE_ADVICE)
-            )
-        return None
+        found = checkpoints.latest_restorable(
+            self.job_dir,
+            self.job_id,
+            filesystems=filesystem,
+            read=lambda location: read_metadata(location, self.key).to_json(),
+            advice=self._advice,
+        )
+        return None if found is None else found.location
 
-    def _upgrade_advice(self, location: str) -> str:
-        """What to do with a checkpoint an older Sluice wrote: refused only for want of a MAC."""
+    def _advice(self, skipped: list[str]) -> str:
+        """What to do when none of the retained checkpoints `skipped` can be restored: an upgrade leaves
+        checkpoints refused only for want of a MAC, and those can be restored when told to."""
+        before_macs = next((location for location in skipped if written_before_macs(location)), None)
+        if before_macs is None:
+            return checkpoints.DAMAGE_ADVICE
         return (
-            f"{location} was written by a Sluice from before checkpoints were authenticated ({METADATA} "
+            f"{before_macs} was written by a Sluice from before checkpoints were authenticated ({METADATA} "
             "version 2 or older, without a MAC), and only state this deployment's key authenticated is "
             "restored without being told. If nobody else can have written it, restore it as a new job: "
-            f"`sluice run <pipeline> --job-id <a new id> --from-savepoint {location} --trust-savepoint` "
+            f"`sluice run <pipeline> --job-id <a new id> --from-savepoint {before_macs} --trust-savepoint` "
             "(on Kubernetes: `spec.trustSavepoint: true` on the StreamJob); the checkpoints taken from "
             "then on carry this deployment's MAC"
         )
 
     def completed_ids(self) -> list[int]:
-        fs, path = filesystem(self.job_dir)
-        fs.invalidate_cache(path)
-        try:
-            entries = fs.ls(path, detail=False)
-        except FileNotFoundError:
-            return []
-        return sorted(int(m.group(1)) for e in entries if (m := _CHK.search(e.rstrip("/"))))
-
-
-_DAMAGE_ADVICE = (
-    "Resume it from a savepoint (--from-savepoint), or delete its checkpoint directory to start it afresh "
-    "on purpose"
-)
+        return checkpoints.checkpoint_ids(self.job_dir, filesystem)
 
 
 def written_before_macs(location: str) -> bool:
@@ -140,10 +113,6 @@ def written_before_macs(location: str) -> bool:
         and version < DIGESTS_SINCE
         and INTEGRITY_FIELD not in document
     )
-
-
-class NoRestorableCheckpoint(RuntimeError):
-    """A job has completed checkpoints in storage, and none of them can be restored."""
 
 
 def write_state_file(location: str, name: str, data: bytes) -> tuple[int, str]:
@@ -240,34 +209,7 @@ def damage(location: str, key: StateKey) -> str | None:
         metadata = read_metadata(location, key)
     except (OSError, ValueError) as err:
         return f"its {METADATA} cannot be read ({type(err).__name__}: {err})"
-    fs, path = filesystem(location)
-    shared = filesystem(shared_location(location))[1]
-    # TaskManagers wrote these files: a directory listing this process cached (s3fs keeps them) would
-    # call the newest of them missing.
-    fs.invalidate_cache(shared)
-    fs.invalidate_cache(path)
-    for operator in metadata.operators:
-        for handle in operator.handles():
-            files = [] if handle.path is None else [(f"{path}/{handle.path}", handle.size)]
-            if isinstance(handle, SubtaskHandle):
-                for ref in handle.keyed_files:
-                    files.append((f"{shared if ref.shared else path}/{ref.name}", ref.size))
-            for name, expected in files:
-                shown = name.rsplit("/", 2)[-1] if name.startswith(shared) else name.rsplit("/", 1)[-1]
-                try:
-                    info = fs.info(name)
-                except FileNotFoundError:
-                    return f"state file {shown} of operator {operator.uid!r} is missing"
-                if info.get("type", "file") != "file":
-                    # A FIFO, a device or a directory in its place: Sluice writes none of them.
-                    return f"state file {shown} of operator {operator.uid!r} is not a regular file"
-                size = info["size"]
-                if size != expected:
-                    return (
-                        f"state file {shown} of operator {operator.uid!r} has {size} bytes, "
-                        f"{expected} were written"
-                    )
-    return None
+    return checkpoints.damage(location, metadata.to_json(), filesystem)
 
 
 def collect_shared(storage: CheckpointStorage, written_before: int) -> int:

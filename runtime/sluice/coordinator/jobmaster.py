@@ -34,7 +34,7 @@ from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.state_key import StateKey, load_state_key
-from sluice.checkpoint.storage import CheckpointStorage, NoRestorableCheckpoint, read_metadata
+from sluice.checkpoint.storage import CheckpointStorage, read_metadata
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
     AttemptEvent,
@@ -65,6 +65,7 @@ from sluice.transport.messages import (
 )
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES
 from sluice.transport.tls import generate_job_ca
+from sluice_contract.checkpoints import NoRestorableCheckpoint
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
@@ -438,11 +439,9 @@ class JobMaster:
     async def _end_attempt(self, graceful: bool, ends_for_good: bool = False) -> None:
         self.checkpoints.abort_all("the job attempt ended")
         # A checkpoint whose metadata is being written completes (and is then the one to restore);
-        # failed ones are being deleted. The next attempt picks from storage once both are done.
-        try:
-            await asyncio.wait_for(self.checkpoints.settle(), self.config.checkpoints.timeout_s)
-        except TimeoutError:
-            log.warning("checkpoint storage did not settle within %gs", self.config.checkpoints.timeout_s)
+        # failed ones are being deleted. The next attempt picks from storage once both are done,
+        # however long that takes: it must not choose while a _metadata may still land.
+        await self.checkpoints.settle(warn_every_s=self.config.checkpoints.timeout_s)
         await self._control.close_links(self._job_end_notice() if ends_for_good else None)
         # TaskManagers told of the job's end release their sinks' transactions before they exit.
         await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)

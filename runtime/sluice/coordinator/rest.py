@@ -40,6 +40,7 @@ from sluice.coordinator.jobmaster import JobMaster
 from sluice.coordinator.metrics import MetricsHistory
 from sluice.coordinator.savepoints import Refusal, SavepointRefused
 from sluice.coordinator.views import job_view
+from sluice_contract.rest import SavepointProgress, SavepointTriggered
 
 _trigger_ids = itertools.count(1)
 SAMPLE_S = 0.5
@@ -156,7 +157,7 @@ class RestApi:
         task = asyncio.create_task(self._run_savepoint(entry, wanted.stop, wanted.target))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return web.json_response({"triggerId": trigger_id}, status=202)
+        return web.json_response(SavepointTriggered(trigger_id).to_json(), status=202)
 
     async def _run_savepoint(self, entry: SavepointEntry, stop: StopMode | None, target: str | None) -> None:
         savepoints = self.job.savepoints
@@ -212,13 +213,7 @@ class SavepointEntry:
     """False from its end until a GET has shown that end (see `RestApi.linger`)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "path": self.path,
-            "checkpointId": self.checkpoint_id,
-            "error": self.error,
-            "stop": self.stop,
-        }
+        return SavepointProgress(self.status, self.path, self.checkpoint_id, self.error, self.stop).to_json()
 
 
 def _error(status: int, message: str) -> web.Response:

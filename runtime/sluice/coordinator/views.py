@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from sluice._states import CheckpointStatus, JobState, SubtaskState
 from sluice.checkpoint.pending import CheckpointRecord
 from sluice.coordinator.metrics import MetricsHistory, vertex_figures
+from sluice_contract.rest import JobRates, JobSummary, SubtaskCounts
 
 if TYPE_CHECKING:
     from sluice.coordinator.jobmaster import JobMaster
@@ -29,6 +30,28 @@ _METRICS = (
     "deadLetters",
 )
 _RECENT_CHECKPOINTS = 10
+
+_JOB_KEYS = (
+    "jobId",
+    "name",
+    "state",
+    "startTime",
+    "endTime",
+    "uptimeMs",
+    "attempt",
+    "restarts",
+    "error",
+    "lastSavepoint",
+    "subtasks",
+    "checkpoints",
+    "vertices",
+    "taskManagers",
+    "metrics",
+    "rates",
+    "restoredFrom",
+    "exceptions",
+)
+"""The order of the keys of GET /v1/job, as it always was."""
 
 Figure = int | float | None
 """A figure as a TaskManager sent it (MetricsReport): a number, or null."""
@@ -188,16 +211,6 @@ class VertexView:
 
 
 @dataclass(frozen=True)
-class SubtaskCounts:
-    total: int
-    running: int
-    finished: int
-
-    def to_json(self) -> dict[str, int]:
-        return {"total": self.total, "running": self.running, "finished": self.finished}
-
-
-@dataclass(frozen=True)
 class CheckpointsView:
     completed: int
     failed: int
@@ -258,30 +271,35 @@ class JobView:
     exceptions: tuple[JsonObject, ...] = ()
     """Why attempts failed, newest first (the last 20)."""
 
+    def summary(self) -> JobSummary:
+        """What the operator reads of the job (the contract's part of the document)."""
+        return JobSummary(
+            job_id=self.job_id,
+            state=self.state,
+            start_time=self.start_ms,
+            end_time=self.end_ms,
+            restarts=self.restarts,
+            error=self.error,
+            subtasks=self.subtasks,
+            rates=JobRates(self.records_read_per_second, self.records_written_per_second),
+        )
+
     def to_json(self) -> JsonObject:
-        return {
-            "jobId": self.job_id,
+        document = {
+            **self.summary().to_json(),
             "name": self.name,
-            "state": self.state,
-            "startTime": self.start_ms,
-            "endTime": self.end_ms,
             "uptimeMs": self.uptime_ms,
             "attempt": self.attempt,
-            "restarts": self.restarts,
-            "error": self.error,
             "lastSavepoint": self.last_savepoint,
-            "subtasks": self.subtasks.to_json(),
             "checkpoints": self.checkpoints.to_json(),
             "vertices": [v.to_json() for v in self.vertices],
             "taskManagers": [tm.to_json() for tm in self.task_managers],
             "metrics": self.counts.to_json(),
-            "rates": {
-                "recordsReadPerSecond": self.records_read_per_second,
-                "recordsWrittenPerSecond": self.records_written_per_second,
-            },
             "restoredFrom": self.restored_from,
             "exceptions": list(self.exceptions),
         }
+        # The document keeps the order of its keys; one the contract adds comes last.
+        return {**{key: document[key] for key in _JOB_KEYS if key in document}, **document}
 
 
 def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:

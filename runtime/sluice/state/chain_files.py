@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 from sluice._fs import join
 from sluice.state.stored_files import is_digest, open_verified
+from sluice_contract.checkpoints import shared_location
 
 FORMAT = "sluice-keyed-state"
-SHARED_DIR = "shared"
 CHUNK = 16_384
 """Entries per frame."""
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
@@ -70,11 +70,6 @@ class KeyedFile:
         if digest is not None and not is_digest(digest):
             raise ValueError(f"keyed state file {name} has no valid sha256: {digest!r}")
         return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")), digest)
-
-
-def shared_location(checkpoint_location: str) -> str:
-    """`<checkpoint-dir>/<job-id>/shared` for the location `<checkpoint-dir>/<job-id>/chk-<n>`."""
-    return join(checkpoint_location.rstrip("/").rsplit("/", 1)[0], SHARED_DIR)
 
 
 def file_uri(location: str, ref: KeyedFile) -> str:

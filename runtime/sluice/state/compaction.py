@@ -40,7 +40,8 @@ import uuid
 from collections.abc import Callable
 
 from sluice._fs import filesystem, join
-from sluice.state.chain_files import Batched, KeyedFile, dump, file_uri, header, read_frames, shared_location
+from sluice.state.chain_files import Batched, KeyedFile, dump, file_uri, header, read_frames
+from sluice_contract.checkpoints import shared_location
 
 log = logging.getLogger(__name__)
 _POLL_S = 0.2

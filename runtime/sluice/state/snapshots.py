@@ -47,12 +47,12 @@ from sluice.state.chain_files import (
     file_uri,
     header,
     read_frames,
-    shared_location,
 )
 from sluice.state.compaction import Compaction
 from sluice.state.keyed import DELETED, BackendSnapshot
 from sluice.state.keygroups import key_group_for
 from sluice.state.stored_files import DigestingWriter
+from sluice_contract.checkpoints import shared_location
 
 MAX_DELTAS = 16
 MAX_CHAIN = 4 * MAX_DELTAS

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice_contract.rest import SavepointProgress
 from sluice_operator.services.rest import Coordinator, CoordinatorError, session
 from sluice_operator.services.storage import Storage
 
@@ -77,11 +78,11 @@ def running_job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Pa
             process.wait()
 
 
-async def _until(coordinator: Coordinator, trigger: str, timeout: float = 60) -> dict[str, object]:
+async def _until(coordinator: Coordinator, trigger: str, timeout: float = 60) -> SavepointProgress:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         answer = await coordinator.savepoint(trigger)
-        if answer["status"] != "IN_PROGRESS":
+        if answer.status != "IN_PROGRESS":
             return answer
         await asyncio.sleep(0.2)
     raise TimeoutError(f"savepoint {trigger} still in progress after {timeout}s")
@@ -101,19 +102,19 @@ def test_savepoint_then_suspend_then_read_storage(
                 with pytest.raises(CoordinatorError, match=r"HTTP 40[13]"):
                     await stranger.trigger_savepoint("terminate", f"file://{tmp / 'sp'}")
             deadline = time.monotonic() + 60
-            while (await coordinator.job())["state"] != "RUNNING" and time.monotonic() < deadline:
+            while (await coordinator.job()).state != "RUNNING" and time.monotonic() < deadline:
                 await asyncio.sleep(0.2)
             job = await coordinator.job()
-            assert (job["jobId"], job["state"]) == (JOB_ID, "RUNNING")
-            assert set(job["subtasks"]) >= {"total", "running", "finished"}
+            assert (job.job_id, job.state) == (JOB_ID, "RUNNING")
+            assert job.subtasks.total >= 1 and job.start_time is not None
             done = await _until(
                 coordinator, await coordinator.trigger_savepoint(False, f"file://{tmp / 'sp'}")
             )
-            assert done["status"] == "COMPLETED", done
-            path = str(done["path"])
+            assert done.status == "COMPLETED", done
+            path = str(done.path)
             snapshot = await Storage().snapshot(path)
             assert snapshot is not None and snapshot.kind == "savepoint" and snapshot.job_id == JOB_ID
-            assert (await coordinator.job())["state"] == "RUNNING"  # stop: false keeps it running
+            assert (await coordinator.job()).state == "RUNNING"  # stop: false keeps it running
             # While the job runs, the newest checkpoint can be found in storage without the coordinator.
             latest = None
             deadline = time.monotonic() + 20
@@ -122,18 +123,18 @@ def test_savepoint_then_suspend_then_read_storage(
                 await asyncio.sleep(0.2)
             assert latest is not None and latest.job_id == JOB_ID and latest.kind == "checkpoint"
             assert latest.path.startswith(f"file://{tmp / 'chk'}/{JOB_ID}/chk-")
-            reported = (await coordinator.checkpoints())["latest"]
-            assert reported["id"] >= latest.checkpoint_id
+            reported = (await coordinator.checkpoints()).latest
+            assert reported is not None and reported.id >= latest.checkpoint_id
             stopped = await _until(
                 coordinator, await coordinator.trigger_savepoint("suspend", f"file://{tmp / 'sp'}")
             )
-            assert stopped["status"] == "COMPLETED", stopped
+            assert stopped.status == "COMPLETED", stopped
             assert process.wait(timeout=60) == 0
             storage = Storage()
             result = await storage.job_result(f"file://{tmp / 'chk'}", JOB_ID)
             assert result is not None and result.state == "FINISHED"
-            assert result.stop_savepoint == stopped["path"]
-            stop_snapshot = await storage.snapshot(str(stopped["path"]))
+            assert result.stop_savepoint == stopped.path
+            stop_snapshot = await storage.snapshot(str(stopped.path))
             assert stop_snapshot is not None and stop_snapshot.stop_mode == "no-drain"
 
     asyncio.run(scenario())

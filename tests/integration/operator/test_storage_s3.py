@@ -9,6 +9,9 @@ from typing import cast
 
 import pytest
 
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
+from sluice.checkpoint.storage import CheckpointStorage
+from sluice.transport.messages import ToTaskManager
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
@@ -18,6 +21,8 @@ from sluice_operator.services.observed import CoordinatorView, Observed
 from sluice_operator.services.old_runs import delete_expired_runs
 from sluice_operator.services.storage import Storage, storage_options
 from testkit.s3 import S3Server
+from unit.runtime._graphs import graph
+from unit.runtime._support import SOURCE_STATE, TEST_KEY, acknowledge_all
 
 pytestmark = pytest.mark.s3
 
@@ -120,9 +125,17 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
         new_job_id="",
     )
     obs = Observed(
-        coordinator=CoordinatorView(
-            job={"jobId": current, "state": "RUNNING"},
-            checkpoints={"latest": {"id": 3, "path": f"{root}/{current}/chk-3"}},
+        coordinator=CoordinatorView.parse(
+            {"jobId": current, "state": "RUNNING"},
+            {
+                "latest": {
+                    "id": 3,
+                    "kind": "checkpoint",
+                    "status": "COMPLETED",
+                    "triggerTime": 1,
+                    "path": f"{root}/{current}/chk-3",
+                }
+            },
         )
     )
     kube = _RecordingKube()
@@ -143,3 +156,39 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
     found = Gathered(dataclasses.replace(ctx, status=after), obs, storage, root)
     again = asyncio.run(delete_expired_runs(cast(Kube, kube), found, after))
     assert again == [] and len(kube.patches) == 1
+
+
+def test_a_damaged_newest_checkpoint_on_s3_is_passed_over(s3_bucket: str, s3_server: S3Server) -> None:
+    # Real checkpoints, written by the runtime's checkpoint coordinator to the S3-protocol server.
+    sent: list[ToTaskManager] = []
+    root = f"{s3_bucket}/chk"
+
+    async def two_checkpoints() -> None:
+        storage = CheckpointStorage(root, "job", TEST_KEY)
+        coord = CheckpointCoordinator(
+            graph([(["src"], 2)], []),
+            storage,
+            CheckpointConfig(interval_s=None),
+            lambda m, _: sent.append(m),
+            dict,
+        )
+        coord.config.retained = 2
+        for checkpoint in (1, 2):
+            coord.trigger()
+            acknowledge_all(coord, checkpoint)
+            await coord.settle()
+
+    asyncio.run(two_checkpoints())
+    storage = Storage(storage_options(root, s3_server.env))
+    latest = asyncio.run(storage.latest_checkpoint(root, "job"))
+    assert latest is not None and latest.path == f"{root}/job/chk-2"
+
+    fs = s3_server.filesystem()
+    state_file = f"{root}/job/chk-2/src-1.state".removeprefix("s3://")
+    with fs.open(state_file, "wb") as handle:
+        handle.write(SOURCE_STATE[:4])  # a state file cut short
+    latest = asyncio.run(storage.latest_checkpoint(root, "job"))
+    assert latest is not None and latest.path == f"{root}/job/chk-1"
+    fs.rm(state_file)
+    latest = asyncio.run(storage.latest_checkpoint(root, "job"))
+    assert latest is not None and latest.path == f"{root}/job/chk-1"

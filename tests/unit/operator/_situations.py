@@ -71,12 +71,14 @@ def coordinator(state: str = "RUNNING", **job: Any) -> CoordinatorView:
         "latest": {
             "id": 7,
             "kind": "checkpoint",
+            "status": "COMPLETED",
+            "triggerTime": NOW - 5_100,
+            "completionTime": NOW - 5_000,
             "path": f"s3://b/chk/{OLD_ID}/chk-7",
-            "timestamp": NOW - 5_000,
             "fullyFinishedOperators": ["numbers"],
         }
     }
-    return CoordinatorView(job=body, checkpoints=checkpoints)
+    return CoordinatorView.parse(body, checkpoints)
 
 
 def result(state: str = "FINISHED", savepoint: str | None = None, job_id: str = OLD_ID) -> JobResult:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from sluice_contract.rest import SavepointProgress
 from sluice_operator.models.enums import JobState
 from sluice_operator.services.decide import decide
 from sluice_operator.services.observed import Observed
@@ -116,7 +117,7 @@ def test_a_pending_stop_savepoint_is_triggered_on_the_running_job() -> None:
 def test_a_completed_poll_completes_the_savepoint() -> None:
     job = spec(state="suspended")
     sp = savepoint("counts-suspend-3", "suspend", state="InProgress", triggerId="t1", jobId=OLD_ID)
-    polls = {"t1": {"status": "COMPLETED", "path": "s3://b/sp/savepoint-eeee-8", "checkpointId": 8}}
+    polls = {"t1": SavepointProgress("COMPLETED", path="s3://b/sp/savepoint-eeee-8", checkpoint_id=8)}
     plan = decide(
         ctx(job, deployed_status(job, "Stopping")),
         Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp], savepoint_polls=polls),
@@ -190,7 +191,7 @@ def test_a_failed_stop_leaves_the_job_running_with_an_error() -> None:
         jobId=OLD_ID,
         labels={"sluice.dev/job-generation": "3"},
     )
-    polls = {"t1": {"status": "FAILED", "error": "sink refused to pre-commit"}}
+    polls = {"t1": SavepointProgress("FAILED", error="sink refused to pre-commit")}
     plan = decide(
         ctx(job, deployed_status(job, "Stopping")),
         Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp], savepoint_polls=polls),
@@ -221,7 +222,7 @@ def test_savepoint_retries_up_to_the_backoff_limit() -> None:
     job = spec()
     sp = savepoint("manual", state="InProgress", triggerId="t1", jobId=OLD_ID)
     sp.spec.backoff_limit = 1  # type: ignore[union-attr]
-    polls = {"t1": {"status": "FAILED", "error": "timeout"}}
+    polls = {"t1": SavepointProgress("FAILED", error="timeout")}
     plan = decide(
         ctx(job, deployed_status(job)),
         Observed(pod=pod(job), coordinator=coordinator(), savepoints=[sp], savepoint_polls=polls),

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from sluice_contract.rest import DocumentError
 from sluice_operator import manifests as m
 from sluice_operator.crdgen import streamjob_crd
 from sluice_operator.services.decide import decide
-from sluice_operator.services.observed import Observed
+from sluice_operator.services.observed import CoordinatorView, Observed
 
 from ._fixtures import run, spec
-from ._situations import coordinator, ctx, deployed_status, pod, status_of
+from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, status_of
 
 
 def test_rates_and_the_dashboard_url_of_a_running_job() -> None:
@@ -52,13 +57,21 @@ def test_the_state_backend_reaches_sluice_run_and_changing_it_restarts_the_job()
     assert m.spec_hash(spec(stateBackend="heap")) == m.spec_hash(spec())
 
 
-def test_the_last_checkpoint_says_what_it_cost_and_a_figure_that_is_not_a_number_is_left_out() -> None:
+def test_the_last_checkpoint_says_what_it_cost_and_a_figure_out_of_range_is_left_out() -> None:
     job = spec()
-    view = coordinator()
-    assert view.checkpoints is not None
-    view.checkpoints["history"] = [
-        {"id": 8, "status": "FAILED", "durationMs": 1},
+    latest = coordinator().latest_checkpoint
+    assert latest is not None
+
+    def with_history(*history: dict[str, Any]) -> CoordinatorView:
+        return CoordinatorView.parse(
+            {"jobId": OLD_ID, "state": "RUNNING"}, {"latest": latest.to_json(), "history": list(history)}
+        )
+
+    record = {"kind": "checkpoint", "status": "COMPLETED", "triggerTime": NOW}
+    view = with_history(
+        {**record, "id": 8, "status": "FAILED", "durationMs": 1},
         {
+            **record,
             "id": 7,
             "durationMs": 412,
             "syncMs": 0.8,
@@ -66,12 +79,20 @@ def test_the_last_checkpoint_says_what_it_cost_and_a_figure_that_is_not_a_number
             "bytesWritten": 2097152,
             "stateSize": 190,
         },
-    ]
+    )
     status = status_of(decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=view)))
     last = status["lastCheckpoint"]
     assert (last["id"], last["durationMs"], last["syncMs"], last["asyncMs"]) == (7, 412, 0.8, 390.5)
     assert (last["bytesWritten"], last["stateSize"]) == (2097152, 190)
 
-    view.checkpoints["history"] = [{"id": 7, "durationMs": float("inf"), "syncMs": "fast", "stateSize": -1}]
+    view = with_history({**record, "id": 7, "syncMs": float("inf"), "stateSize": -1})
     status = status_of(decide(ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=view)))
     assert not {"durationMs", "syncMs", "stateSize"} & status["lastCheckpoint"].keys()
+
+
+def test_a_checkpoint_figure_that_is_not_a_number_makes_the_document_refused_with_the_field_named() -> None:
+    record = {"id": 7, "kind": "checkpoint", "status": "COMPLETED", "triggerTime": NOW, "syncMs": "fast"}
+    with pytest.raises(
+        DocumentError, match=r"^checkpoints.history\[0\].syncMs must be a number, not 'fast'$"
+    ):
+        CoordinatorView.parse({"jobId": OLD_ID, "state": "RUNNING"}, {"history": [record]})

@@ -16,8 +16,9 @@ A, B = "a" * 32, "b" * 32
 
 
 def _coordinator(latest: str | None = f"{CHK}/{OLD_ID}/chk-4", state: str = "RUNNING") -> CoordinatorView:
-    checkpoints = {"latest": {"id": 4, "path": latest, "timestamp": NOW}} if latest else {"latest": None}
-    return CoordinatorView(job={"jobId": OLD_ID, "state": state}, checkpoints=checkpoints)
+    record = {"id": 4, "kind": "checkpoint", "status": "COMPLETED", "triggerTime": NOW, "path": latest}
+    checkpoints = {"latest": record} if latest else {"latest": None}
+    return CoordinatorView.parse({"jobId": OLD_ID, "state": state}, checkpoints)
 
 
 def _expired(

@@ -19,7 +19,6 @@ from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.state_key import StateKey
 from sluice.checkpoint.storage import (
     CheckpointStorage,
-    NoRestorableCheckpoint,
     damage,
     discard,
     read_metadata,
@@ -27,6 +26,7 @@ from sluice.checkpoint.storage import (
     write_state_file,
 )
 from sluice.transport.messages import Complete, ToTaskManager
+from sluice_contract.checkpoints import NoRestorableCheckpoint
 
 from ._support import SOURCE_STATE, TEST_KEY, acknowledge_all, source_ack, source_coordinator
 

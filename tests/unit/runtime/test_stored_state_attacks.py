@@ -22,7 +22,6 @@ from sluice.checkpoint.snapshot import OperatorSnapshot
 from sluice.checkpoint.state_key import StateKey
 from sluice.checkpoint.storage import (
     CheckpointStorage,
-    NoRestorableCheckpoint,
     read_metadata,
     read_pinned_metadata,
     write_metadata,
@@ -30,6 +29,7 @@ from sluice.checkpoint.storage import (
 from sluice.state.chain_files import Batched, KeyedFile, dump, header
 from sluice.state.snapshots import ChainShare
 from sluice.state.stored_files import DigestingWriter
+from sluice_contract.checkpoints import NoRestorableCheckpoint
 
 from ._support import TEST_KEY, write_checkpoint
 

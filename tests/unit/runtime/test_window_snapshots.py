@@ -13,11 +13,12 @@ from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.window import WindowOperator
 from sluice.functions import AggregateFunction
 from sluice.state import snapshots
-from sluice.state.chain_files import KeyedFile, read_frames, shared_location
+from sluice.state.chain_files import KeyedFile, read_frames
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChainShare, DeferredKeyed, KeyedWrite
 from sluice.state.windows import window_end
 from sluice.windows import TumblingEventTimeWindows
+from sluice_contract.checkpoints import shared_location
 
 from ._support import start
 

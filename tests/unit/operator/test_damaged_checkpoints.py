@@ -1,0 +1,59 @@
+"""The operator never hands a damaged checkpoint to a new run (`last-state` upgrades, restarts).
+
+The checkpoints here are real ones, written by the runtime's checkpoint coordinator to real files; the
+damage is what a crash or a storage fault leaves behind: a state file cut short, or missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from sluice.checkpoint.coordinator import CheckpointCoordinator
+from sluice.transport.messages import ToTaskManager
+from sluice_operator.services.storage import Storage
+from unit.runtime._support import SOURCE_STATE, acknowledge_all, source_coordinator
+
+
+def _checkpoints(tmp_path: Path, count: int) -> str:
+    """`count` completed checkpoints of job `job` under `tmp_path/chk`; returns that directory's URI."""
+    sent: list[ToTaskManager] = []
+
+    async def taken() -> CheckpointCoordinator:
+        coord = source_coordinator(tmp_path, sent)
+        coord.config.retained = count
+        for checkpoint in range(1, count + 1):
+            coord.trigger()
+            acknowledge_all(coord, checkpoint)
+            await coord.settle()
+        return coord
+
+    asyncio.run(taken())
+    return f"file://{tmp_path / 'chk'}"
+
+
+@pytest.mark.parametrize("damage", ["cut short", "missing"])
+def test_a_damaged_newest_checkpoint_is_passed_over_for_the_one_before(tmp_path: Path, damage: str) -> None:
+    root = _checkpoints(tmp_path, 2)
+    state_file = tmp_path / "chk" / "job" / "chk-2" / "src-1.state"
+    latest = asyncio.run(Storage().latest_checkpoint(root, "job"))
+    assert latest is not None and latest.checkpoint_id == 2
+
+    if damage == "cut short":
+        state_file.write_bytes(SOURCE_STATE[:4])
+    else:
+        state_file.unlink()
+    latest = asyncio.run(Storage().latest_checkpoint(root, "job"))
+    assert latest is not None
+    assert (latest.path, latest.checkpoint_id) == (f"{root}/job/chk-1", 1)
+
+
+def test_a_run_whose_checkpoints_are_all_damaged_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
+    root = _checkpoints(tmp_path, 1)
+    (tmp_path / "chk" / "job" / "chk-1" / "src-0.state").unlink()
+    # No checkpoint would have the new run start from the old run's restore point, and commit again
+    # what the damaged checkpoint's sinks had committed: the operator reports it instead.
+    with pytest.raises(RuntimeError, match=r"no retained checkpoint of job job can be restored"):
+        asyncio.run(Storage().latest_checkpoint(root, "job"))
