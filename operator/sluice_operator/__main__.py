@@ -9,7 +9,10 @@ import random
 import socket
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import threading
 
 ENV_NAMESPACES = "SLUICE_OPERATOR_NAMESPACES"
 ENV_PEERING = "SLUICE_OPERATOR_PEERING"
@@ -129,7 +132,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    *,
+    stop_flag: threading.Event | None = None,
+    ready_flag: threading.Event | None = None,
+) -> int:
+    """Runs the operator until SIGINT or SIGTERM; on a thread other than the main one (signals reach only
+    that), until `stop_flag` is set. `ready_flag` is set once it has started."""
     args = parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -170,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             args.peering_lifetime,
         )
     metrics.record_identity(args.identity, args.peering, args.priority)
+    RUNTIME.election = None
     if args.peering is not None:
         exact = tuple(args.namespace) if exact_namespaces(args.namespace) else ()
         RUNTIME.election = Election(args.peering, exact, bool(args.all_namespaces))
@@ -178,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         clusterwide=args.all_namespaces,
         namespaces=args.namespace or (),
         liveness_endpoint=args.liveness or None,
+        stop_flag=stop_flag,
+        ready_flag=ready_flag,
         **peering,
     )
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sluice_operator.models import OperatorConfig
@@ -25,6 +26,7 @@ class Runtime:
     locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
     closing: bool = False  # set at shut-down: daemons still alive then must not start new work
     election: Election | None = None  # None: standalone
+    stop_metrics: Callable[[], None] = lambda: None  # stops serving /metrics
 
     def lock(self, namespace: str, name: str) -> asyncio.Lock:
         # One reconcile per StreamJob at a time, whatever woke it (watch event, daemon, pod, Savepoint).

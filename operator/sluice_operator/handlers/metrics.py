@@ -8,6 +8,7 @@ watching it), so summing the lifecycle gauge over all replicas counts every job 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 from prometheus_client import Counter, Gauge, Histogram, Info, start_http_server
 
@@ -69,6 +70,15 @@ def record_identity(identity: str, peering: str | None, priority: int | None) ->
     )
 
 
-def serve(port: int) -> None:
-    if port > 0:
-        start_http_server(port)
+def serve(port: int) -> Callable[[], None]:
+    """Serves /metrics on `port` (0: not at all); returns what stops serving."""
+    if port <= 0:
+        return lambda: None
+    server, thread = start_http_server(port)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    return stop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -14,6 +15,7 @@ from sluice_operator.kube import Kube, api_client
 from sluice_operator.models import OperatorConfig
 from sluice_operator.models import constants as c
 from sluice_operator.services import Deps, session
+from sluice_operator.services.monitoring import forget_crd_absence
 
 from . import metrics
 from ._runtime import RUNTIME, Election
@@ -25,6 +27,11 @@ log = logging.getLogger(__name__)
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    # What an earlier run of the operator in this process left (tests run it on a thread, one run per
+    # test) belongs to its event loop and its cluster view: this run starts from nothing.
+    RUNTIME.closing = False
+    RUNTIME.locks.clear()
+    forget_crd_absence()
     RUNTIME.config = OperatorConfig.from_env()
     settings.persistence.finalizer = c.FINALIZER
     # Kopf's bookkeeping goes into annotations: status belongs to the CRD schema and the operator alone.
@@ -36,7 +43,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 30
     RUNTIME.deps = Deps(kube=Kube(await api_client()), http=session())
-    metrics.serve(int(os.environ.get(ENV_METRICS_PORT, "9090")))
+    RUNTIME.stop_metrics = metrics.serve(int(os.environ.get(ENV_METRICS_PORT, "9090")))
     if RUNTIME.election is not None:
         await warn_missing_peerings(RUNTIME.deps.kube.custom, RUNTIME.election)
 
@@ -85,6 +92,8 @@ async def warn_missing_peerings(api: client.CustomObjectsApi, election: Election
 @kopf.on.cleanup()
 async def close(**_: Any) -> None:
     RUNTIME.closing = True
+    stop_metrics, RUNTIME.stop_metrics = RUNTIME.stop_metrics, lambda: None
+    await asyncio.to_thread(stop_metrics)  # waits for the server thread's poll: not on the loop
     if RUNTIME.deps is not None:
         await RUNTIME.deps.http.close()
         await RUNTIME.deps.kube.api.close()

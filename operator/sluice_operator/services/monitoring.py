@@ -39,6 +39,11 @@ class _CrdAbsence:
 _ABSENT = _CrdAbsence()
 
 
+def forget_crd_absence() -> None:
+    """Look for the CRD again at the next reconcile (an operator starting knows nothing of it yet)."""
+    _ABSENT.until = 0.0
+
+
 @dataclass(frozen=True)
 class MonitorState:
     ok: bool
@@ -159,4 +164,10 @@ def monitor_condition(
     return updated, [Event("Normal" if state.ok else "Warning", state.reason, state.message)]
 
 
-__all__ = ["MonitorState", "delete_pod_monitor", "ensure_pod_monitor", "monitor_condition"]
+__all__ = [
+    "MonitorState",
+    "delete_pod_monitor",
+    "ensure_pod_monitor",
+    "forget_crd_absence",
+    "monitor_condition",
+]

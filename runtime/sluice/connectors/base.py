@@ -120,6 +120,11 @@ class TwoPhaseCommitSink(ABC, Generic[Txn, Committable]):
         differs) pre-committed for a checkpoint after `restored_checkpoint`.
         """
 
+    def close(self) -> None:
+        """The TaskManager that ran this sink has ended: release its clients (connections, producers).
+        Nothing is called after it. A transaction still pre-committed here is settled by the restore
+        that commits it, as after a crash. Sinks that hold no client need not."""
+
 
 class TransactionContext:
     """Names a transaction uniquely across subtasks, attempts and checkpoints."""

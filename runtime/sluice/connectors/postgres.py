@@ -199,6 +199,15 @@ class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
                 with contextlib.suppress(psycopg.errors.UndefinedObject):
                     connection.execute(f"ROLLBACK PREPARED '{gid}'")
 
+    def close(self) -> None:
+        # A prepared transaction lives on in the server without its connection; one still open (never
+        # pre-committed) was rolled back when the task closed, and would be by closing its connection.
+        for connection in (self._writer, self._admin):
+            if connection is not None:
+                with contextlib.suppress(Exception):
+                    connection.close()
+        self._writer = self._admin = None
+
     @staticmethod
     def _is_prepared(connection: Any, gid: str) -> bool:
         row = connection.execute(

@@ -160,6 +160,18 @@ class TaskManager:
                             "TaskManager %d: sink %s could not release its transactions", self.index, op.uid
                         )
 
+    def close_sinks(self) -> None:
+        """This TaskManager has ended and its event loop with it: exactly-once sinks let go of their
+        clients. A TaskManager process would lose them on exit; a thread of a longer-lived process
+        (sluice.testing, a reused Spark Python worker) keeps them otherwise."""
+        for task in self.tasks.values():
+            for op in task.chain.operators:
+                if isinstance(op, TwoPhaseCommitSinkOperator):
+                    try:
+                        op.sink.close()
+                    except Exception:
+                        log.exception("TaskManager %d: sink %s could not close", self.index, op.uid)
+
     def _figures(self, subtask: SubtaskId) -> Figures:
         return dict(self.metrics[subtask].as_dict())
 
@@ -267,7 +279,11 @@ class TaskManager:
 
 
 def run_taskmanager(launch: TaskManagerLaunch, index: int, bind_host: str = "127.0.0.1") -> int:
-    return asyncio.run(TaskManager(launch, index, bind_host).run())
+    taskmanager = TaskManager(launch, index, bind_host)
+    try:
+        return asyncio.run(taskmanager.run())
+    finally:
+        taskmanager.close_sinks()
 
 
 def main(argv: list[str] | None = None) -> None:

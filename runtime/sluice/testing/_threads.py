@@ -38,9 +38,13 @@ class _TaskManagerThread:
 
     def _run(self) -> None:
         code = 1
+        taskmanager: TaskManager | None = None
         try:
-            code = asyncio.run(self._serve())
+            taskmanager = TaskManager(self._launch, self.index, self._bind_host)
+            code = asyncio.run(self._serve(taskmanager))
         finally:
+            if taskmanager is not None:
+                taskmanager.close_sinks()
             with self._lock:
                 self.code = code
                 self.ended.set()
@@ -49,11 +53,11 @@ class _TaskManagerThread:
                 with contextlib.suppress(RuntimeError):  # the watching loop has closed
                     loop.call_soon_threadsafe(_settle, future, code)
 
-    async def _serve(self) -> int:
+    async def _serve(self, taskmanager: TaskManager) -> int:
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         try:
-            return await TaskManager(self._launch, self.index, self._bind_host).run()
+            return await taskmanager.run()
         except asyncio.CancelledError:
             return CANCELLED
 

@@ -1,4 +1,5 @@
-"""examples/kafka_exactly_once.py end to end: what read_committed consumers see equals plain Python."""
+"""examples/kafka_exactly_once.py end to end: what read_committed consumers see equals plain Python (the job
+in the test process)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from testkit.jobs import REPO, run_job
+from testkit.inprocess import run_thread_job
+from testkit.jobs import REPO
 from testkit.kafka import KafkaBroker, unique_topic
 
 pytestmark = pytest.mark.kafka
@@ -21,7 +23,7 @@ def test_the_kafka_example_writes_every_total_once(kafka_broker: KafkaBroker, tm
         {"order": n, "items": [{"price": n % 17, "qty": q} for q in range(n % 4)]} for n in range(900)
     ]
     kafka_broker.produce(source, [json.dumps(o) for o in orders])
-    done = run_job(
+    done = run_thread_job(
         REPO / "examples" / "kafka_exactly_once.py",
         "--arg", f"bootstrap={kafka_broker.bootstrap_servers}", "--arg", f"input={source}",
         "--arg", f"output={sink}", "--arg", "bounded=1", "--parallelism", "2",

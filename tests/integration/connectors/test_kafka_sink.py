@@ -1,7 +1,8 @@
 """KafkaSink against a real Kafka 4 broker: what a read_committed consumer sees, and nothing left open.
 
 The job writes the numbers 0 … COUNT-1 (JSON); exactly once means each appears once among the topic's
-committed records.
+committed records. The jobs run in the test process (`ThreadJob`), except the one whose TaskManager is
+killed by SIGKILL: a real `sluice run` with TaskManager processes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from testkit.checkpoints import load, metadata_files, operator
-from testkit.jobs import SluiceJob, run_job
+from testkit.inprocess import ThreadJob, run_thread_job
+from testkit.jobs import SluiceJob
 from testkit.kafka import KafkaBroker, unique_topic
 
 from .test_kafka_source import stop_with_savepoint
@@ -22,6 +24,10 @@ from .test_kafka_source import stop_with_savepoint
 pytestmark = pytest.mark.kafka
 PIPELINE = Path(__file__).parent / "pipelines" / "numbers_to_kafka.py"
 COUNT = 12_000
+# The input of a job stopped mid-run lasts 12 s: the stop (`sluice stop`, a process of its own) comes
+# long before its end even on a loaded machine. Had the input ended first, the stop would race the end
+# of the job. The resumed job reads the rest at full speed.
+_STOPPED_RATE = 1000
 
 
 def _numbers(broker: KafkaBroker, topic: str) -> collections.Counter[int]:
@@ -36,6 +42,17 @@ def _options(broker: KafkaBroker, topic: str, tmp_path: Path, *extra: str) -> li
         "--savepoint-dir-allow", f"file://{tmp_path / 'sp'}",
         *extra,
     ]  # fmt: skip
+
+
+def _kafka_clients() -> int:
+    """librdkafka clients alive in this process: each runs one thread it names rdk:main."""
+    names = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except OSError:  # the thread ended while we looked
+            continue
+    return names.count("rdk:main")
 
 
 def _assert_exactly_once(broker: KafkaBroker, topic: str) -> None:
@@ -55,7 +72,7 @@ def test_a_bounded_job_commits_its_last_transaction_with_the_final_checkpoint(
 ) -> None:
     topic = kafka_broker.create_topic(unique_topic("eos"), 3)
     # With an hourly interval the only checkpoint is the final one (FLIP-147): it alone commits.
-    done = run_job(
+    done = run_thread_job(
         PIPELINE,
         *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "1h", "--arg", "rate=20000"),
     )
@@ -84,8 +101,8 @@ def test_stop_with_savepoint_then_resume_gives_each_record_once(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
     topic = kafka_broker.create_topic(unique_topic("eos-stop"), 2)
-    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms", "--arg", "rate=3000")
-    job = SluiceJob(PIPELINE, *options)
+    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms")
+    job = ThreadJob(PIPELINE, *options, "--arg", f"rate={_STOPPED_RATE}")
     try:
         job.wait_checkpoints(3)
         savepoint = stop_with_savepoint(job, tmp_path / "sp")
@@ -93,7 +110,7 @@ def test_stop_with_savepoint_then_resume_gives_each_record_once(
         job.kill()
     first = _numbers(kafka_broker, topic)
     assert 0 < len(first) < COUNT and max(first.values()) == 1, "the stop came mid-run, each record once"
-    resumed = run_job(PIPELINE, *options, "--from-savepoint", savepoint)
+    resumed = run_thread_job(PIPELINE, *options, "--from-savepoint", savepoint, "--arg", "rate=20000")
     assert resumed.returncode == 0, resumed.stderr
     _assert_exactly_once(kafka_broker, topic)
 
@@ -102,8 +119,8 @@ def test_resuming_at_another_parallelism_gives_each_record_once(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
     topic = kafka_broker.create_topic(unique_topic("eos-rescale"), 3)
-    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms", "--arg", "rate=3000")
-    job = SluiceJob(PIPELINE, *options)
+    options = _options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "300ms")
+    job = ThreadJob(PIPELINE, *options, "--arg", f"rate={_STOPPED_RATE}")
     try:
         job.wait_checkpoints(3)
         savepoint = stop_with_savepoint(job, tmp_path / "sp")
@@ -111,7 +128,9 @@ def test_resuming_at_another_parallelism_gives_each_record_once(
         job.kill()
     assert 0 < len(_numbers(kafka_broker, topic)) < COUNT
     # --parallelism comes last and wins: the sink's committables are dealt over three subtasks.
-    resumed = run_job(PIPELINE, *options, "--from-savepoint", savepoint, "--parallelism", "3")
+    resumed = run_thread_job(
+        PIPELINE, *options, "--from-savepoint", savepoint, "--parallelism", "3", "--arg", "rate=20000"
+    )
     assert resumed.returncode == 0, resumed.stderr
     parallelisms = {operator(load(m), "kafka")["parallelism"] for m in metadata_files(tmp_path / "chk")}
     assert parallelisms == {2, 3}
@@ -120,7 +139,7 @@ def test_resuming_at_another_parallelism_gives_each_record_once(
 
 def test_at_least_once_delivers_every_record(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     topic = kafka_broker.create_topic(unique_topic("alo"), 2)
-    done = run_job(
+    done = run_thread_job(
         PIPELINE,
         *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms",
                   "--arg", "rate=20000", "--arg", "delivery=at-least-once"),
@@ -130,3 +149,20 @@ def test_at_least_once_delivers_every_record(kafka_broker: KafkaBroker, tmp_path
     # Without a failure nothing is repeated either; the guarantee under failures is "at least".
     assert sorted(got) == list(range(COUNT)) and max(got.values()) == 1
     assert kafka_broker.open_transactions() == []
+
+
+def test_a_job_in_the_test_process_leaves_no_kafka_producer_behind(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """A TaskManager thread closes its sink's producers when it ends, as a TaskManager process's exit
+    does: a test run (or a reused Spark Python worker) would otherwise keep their threads and
+    connections, one set per subtask and job."""
+    topic = kafka_broker.create_topic(unique_topic("eos-close"), 2)
+    before = _kafka_clients()
+    done = run_thread_job(
+        PIPELINE,
+        *_options(kafka_broker, topic, tmp_path, "--checkpoint-interval", "200ms", "--arg", "rate=20000"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert _kafka_clients() == before
+    _assert_exactly_once(kafka_broker, topic)

@@ -1,14 +1,22 @@
-"""Fixtures: the Kubernetes test environment and a real `sluice-operator` process per test."""
+"""Fixtures: the Kubernetes test environment and a `sluice-operator` per test.
+
+`operator` runs the operator's own `main` on a thread of the test process, with the environment and
+arguments the process would get, and stops it with kopf's stop flag: no interpreter start and no
+import of kopf and the Kubernetes client per test. `operator_process` is a real `python -m
+sluice_operator` process, for what only a process shows (its command line, its environment, exiting).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +26,7 @@ from testkit.kube import KubeEnv, kube_env, kube_namespace, process_kubelet  # n
 
 # What the per-job NetworkPolicies let call the REST API (the chart gives its pods' labels).
 OPERATOR_LABELS = "app.kubernetes.io/name=sluice-operator"
+_START_TIMEOUT_S = 60
 
 
 def _free_port() -> int:
@@ -27,11 +36,12 @@ def _free_port() -> int:
 
 
 @dataclass
-class OperatorProcess:
-    process: subprocess.Popen[bytes]
+class RunningOperator:
     log: Path
     metrics_port: int
     storage: Path
+    running: Callable[[], bool]
+    """Whether the operator is still running (its process or its thread)."""
 
     def logs(self) -> str:
         return self.log.read_text(errors="replace")
@@ -40,6 +50,42 @@ class OperatorProcess:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as answer:
             return str(answer.read().decode())
 
+    def wait_started(self) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if not self.running():
+                pytest.fail(f"the operator ended:\n{self.logs()[-5000:]}")
+            try:
+                self.metrics()
+                return
+            except OSError:
+                time.sleep(0.1)
+        pytest.fail(f"the operator did not start in {_START_TIMEOUT_S} s:\n{self.logs()[-5000:]}")
+
+
+def _environment(
+    kube_env: KubeEnv,  # noqa: F811
+    storage: Path,
+    metrics_port: int,
+    request: pytest.FixtureRequest,
+) -> dict[str, str | None]:
+    """The operator's settings; a test may change them by indirect parametrization: {VAR: value or None}."""
+    return {
+        "KUBECONFIG": str(kube_env.kubeconfig),
+        "SLUICE_OPERATOR_STORAGE": f"file://{storage}",
+        "SLUICE_OPERATOR_RECONCILE_INTERVAL": "1s",
+        "SLUICE_OPERATOR_METRICS_PORT": str(metrics_port),
+        "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
+        "SLUICE_OPERATOR_POD_LABELS": OPERATOR_LABELS,
+        "KUBERNETES_SERVICE_HOST": None,
+        **getattr(request, "param", {}),
+    }
+
+
+def _arguments(namespace: str) -> list[str]:
+    liveness = f"http://127.0.0.1:{_free_port()}/healthz"
+    return ["--namespace", namespace, "--standalone", "--liveness", liveness, "--verbose"]
+
 
 @pytest.fixture
 def operator(
@@ -47,57 +93,82 @@ def operator(
     kube_namespace: str,  # noqa: F811
     tmp_path: Path,
     request: pytest.FixtureRequest,
-) -> Iterator[OperatorProcess]:
-    """A test may change the operator's environment by indirect parametrization: {VAR: value or None}."""
-    log = tmp_path / "operator.log"
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[RunningOperator]:
+    """The operator on a thread of this process, logging (everything this process logs) to a file."""
+    from kubernetes_asyncio.config import kube_config
+
+    from sluice_operator.__main__ import main
+
     storage = tmp_path / "storage"
     storage.mkdir()
     port = _free_port()
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(kube_env.kubeconfig),
-        "SLUICE_OPERATOR_STORAGE": f"file://{storage}",
-        "SLUICE_OPERATOR_RECONCILE_INTERVAL": "1s",
-        "SLUICE_OPERATOR_METRICS_PORT": str(port),
-        "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
-        "SLUICE_OPERATOR_POD_LABELS": OPERATOR_LABELS,
-    }
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    for key, value in getattr(request, "param", {}).items():
+    for name, value in _environment(kube_env, storage, port, request).items():
         if value is None:
-            env.pop(key, None)
+            monkeypatch.delenv(name, raising=False)
         else:
-            env[key] = value
+            monkeypatch.setenv(name, value)
+    # kopf logs in through the Kubernetes client, which read $KUBECONFIG when this process imported it.
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(kube_env.kubeconfig))
+    log = tmp_path / "operator.log"
+    handler = logging.FileHandler(log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)  # as --verbose does in the operator's process
+    stop = threading.Event()
+    ended = threading.Event()
+
+    def run() -> None:
+        try:
+            main(_arguments(kube_namespace), stop_flag=stop)
+        finally:
+            ended.set()
+
+    thread = threading.Thread(target=run, name="sluice-operator", daemon=True)
+    running = RunningOperator(log, port, storage, lambda: not ended.is_set())
+    thread.start()
+    try:
+        running.wait_started()
+        yield running
+    finally:
+        stop.set()
+        thread.join(30)
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()
+        assert not thread.is_alive(), f"the operator did not stop in 30 s:\n{running.logs()[-5000:]}"
+
+
+@pytest.fixture
+def operator_process(
+    kube_env: KubeEnv,  # noqa: F811
+    kube_namespace: str,  # noqa: F811
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[RunningOperator]:
+    """A real `python -m sluice_operator` process, stopped with SIGTERM as Kubernetes stops its pod."""
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    port = _free_port()
+    env = dict(os.environ)
+    for name, value in _environment(kube_env, storage, port, request).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    log = tmp_path / "operator.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "sluice_operator",
-                "--namespace",
-                kube_namespace,
-                "--standalone",
-                "--liveness",
-                f"http://127.0.0.1:{_free_port()}/healthz",
-                "--verbose",
-            ],
+            [sys.executable, "-m", "sluice_operator", *_arguments(kube_namespace)],
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=env,
         )
-    running = OperatorProcess(process, log, port, storage)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the operator exited with {process.returncode}:\n{running.logs()[-5000:]}")
-        try:
-            running.metrics()
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        pytest.fail(f"the operator did not start in 60 s:\n{running.logs()[-5000:]}")
+    running = RunningOperator(log, port, storage, lambda: process.poll() is None)
     try:
+        running.wait_started()
         yield running
     finally:
         process.terminate()

@@ -1,4 +1,4 @@
-"""examples/api_tour.py end to end against results computed in plain Python."""
+"""examples/api_tour.py end to end against results computed in plain Python (the job in the test process)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import collections
 import json
 from pathlib import Path
 
-from testkit.jobs import REPO, run_job
+from testkit.inprocess import run_thread_job
+from testkit.jobs import REPO
 from testkit.outputs import assert_same_output, read_output
 
 USERS, N = 37, 40_000
@@ -18,7 +19,7 @@ def purchase(i: int) -> tuple[int, int, int]:
 
 def test_api_tour_matches_plain_python(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = run_job(
+    done = run_thread_job(
         REPO / "examples" / "api_tour.py",
         "--arg",
         f"out={out}",

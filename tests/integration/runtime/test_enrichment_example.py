@@ -16,7 +16,8 @@ from testkit.jobs import REPO, SluiceJob
 from testkit.outputs import assert_same_output, read_output
 from testkit.spark import Runner
 
-runner = spark.runner  # the clean run on both hosts: processes and Spark
+# The clean run on threads of the test process and on Spark; the processes host runs the killed case.
+engine_runner = spark.engine_runner
 
 EXAMPLE = REPO / "examples" / "enrichment.py"
 CUSTOMERS = 300
@@ -47,9 +48,9 @@ def _table_ended_unread(job: SluiceJob) -> bool:
     return states == {"FINISHED"} and table["metrics"]["recordsIn"] == 0
 
 
-def test_enrichment_example_matches_plain_python(runner: Runner, tmp_path: Path) -> None:
+def test_enrichment_example_matches_plain_python(engine_runner: Runner, tmp_path: Path) -> None:
     out, orders = tmp_path / "out", 6_000
-    done = runner.run(
+    done = engine_runner.run(
         EXAMPLE,
         "--arg", f"out={out}",
         "--arg", f"orders={orders}",

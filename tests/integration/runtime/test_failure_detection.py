@@ -2,7 +2,8 @@
 
 Its TCP connections stay open, so nothing but the coordinator's heartbeat timeout can notice it. The
 attempt must fail within the timeout, the job restart from its latest checkpoint, and the output still
-hold every row exactly once.
+hold every row exactly once. The checkpoint-timeout and busy-TaskManager cases need no process of
+their own: they run in the test process (`ThreadJob`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 from pathlib import Path
 
 from testkit.checkpoints import GENERATED_COUNTS, PIPELINES, generated_counts_options
+from testkit.inprocess import ThreadJob
 from testkit.jobs import SluiceJob
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 
@@ -48,7 +50,7 @@ NEVER_CHECKPOINTED = PIPELINES / "never_checkpointed.py"
 
 def test_checkpoints_that_keep_timing_out_fail_the_job_over_unless_tolerated(tmp_path: Path) -> None:
     options = ("--parallelism", "2", "--checkpoint-interval", "200ms", "--checkpoint-timeout", "100ms")
-    strict = SluiceJob(
+    strict = ThreadJob(
         NEVER_CHECKPOINTED,
         *("--arg", f"out={tmp_path / 'strict'}", "--checkpoint-dir", f"file://{tmp_path / 'chk1'}"),
         *options,
@@ -62,7 +64,7 @@ def test_checkpoints_that_keep_timing_out_fail_the_job_over_unless_tolerated(tmp
         assert "timed out" in view["error"]
     finally:
         strict.kill()
-    lenient = SluiceJob(
+    lenient = ThreadJob(
         NEVER_CHECKPOINTED,
         *("--arg", f"out={tmp_path / 'lenient'}", "--checkpoint-dir", f"file://{tmp_path / 'chk2'}"),
         *options,
@@ -85,7 +87,7 @@ def test_a_taskmanager_busy_longer_than_the_heartbeat_timeout_is_not_lost(tmp_pa
     function or a sink call that blocks the loop for longer than the timeout (slow storage) must not
     fail the attempt. Stuck tasks are the checkpoint timeout's business, as in Flink."""
     out, count = tmp_path / "out", 20_000
-    job = SluiceJob(
+    job = ThreadJob(
         STALLING_MAP,
         *("--arg", f"n={count}", "--arg", "stall=4", "--arg", f"out={out}"),
         *("--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--checkpoint-interval", "500ms"),

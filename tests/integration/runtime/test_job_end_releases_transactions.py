@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -36,10 +37,20 @@ _CHECKPOINTS = (
 )
 
 
-def _postgres_job(dsn: str, tmp_path: Path, *extra: str) -> SluiceJob:
+def _connections(dsn: str) -> int:
+    """Connections to the test's database but this one."""
+    with psycopg.connect(dsn) as conn:
+        others = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+        return int(others[0]) if others else 0
+
+
+def _postgres_job(dsn: str, tmp_path: Path, *extra: str, job: type[SluiceJob | ThreadJob] = SluiceJob) -> Any:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE numbers (i int)")
-    return SluiceJob(
+    return job(
         NEVER_CHECKPOINTED,
         *("--arg", f"dsn={dsn}", *_CHECKPOINTS, "--checkpoint-dir", f"file://{tmp_path / 'chk'}", *extra),
     )
@@ -47,7 +58,8 @@ def _postgres_job(dsn: str, tmp_path: Path, *extra: str) -> SluiceJob:
 
 @pytest.mark.postgres
 def test_cancel_rolls_back_the_jobs_prepared_transactions(postgres_db: str, tmp_path: Path) -> None:
-    job = _postgres_job(postgres_db, tmp_path)
+    # The job runs in the test process: the sink's connections end with its TaskManager threads too.
+    job = _postgres_job(postgres_db, tmp_path, job=ThreadJob)
     try:
         job.wait_until(lambda: len(_prepared(postgres_db)) >= 2, 60, "transactions left prepared")
         cancel = run_cli("cancel", "--address", job.rest_url())
@@ -56,6 +68,7 @@ def test_cancel_rolls_back_the_jobs_prepared_transactions(postgres_db: str, tmp_
     finally:
         job.kill()
     assert _prepared(postgres_db) == []
+    assert _connections(postgres_db) == 0
 
 
 @pytest.mark.postgres

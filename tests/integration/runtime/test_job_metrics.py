@@ -11,6 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from testkit.checkpoints import PIPELINES
+from testkit.inprocess import ThreadJob
 from testkit.jobs import SluiceJob, run_cli
 
 
@@ -90,8 +91,9 @@ def test_backpressure_across_taskmanagers_is_the_senders_wait_for_its_socket(
     tmp_path: Path,
 ) -> None:
     # Two TaskManagers: one source subtask sends to the sink over TCP. Once the sink's queue is full
-    # its TaskManager stops reading, the socket buffers fill, and the sender waits to drain.
-    job = SluiceJob(
+    # its TaskManager stops reading, the socket buffers fill, and the sender waits to drain. (Threads
+    # of the test process: their data connections are TCP sockets all the same.)
+    job = ThreadJob(
         PIPELINES / "fan_out_slow_sink.py",
         "--taskmanagers",
         "2",

@@ -14,7 +14,8 @@ import pytest
 
 from sluice.state.keyed import BACKENDS
 from testkit.checkpoints import operator
-from testkit.jobs import REPO, SluiceJob, run_cli, run_job
+from testkit.inprocess import ThreadJob, run_thread_job
+from testkit.jobs import REPO, SluiceJob, run_cli
 from testkit.outputs import assert_same_output, read_output
 
 PIPELINE = REPO / "tests" / "integration" / "pipelines" / "sessions.py"
@@ -70,7 +71,7 @@ def options(out: Path, chk: Path, count: int, *extra: str) -> tuple[str, ...]:
 @pytest.mark.parametrize("kind", ["reduce", "aggregate", "process"])
 def test_sessions_match_plain_python(kind: str, tmp_path: Path) -> None:
     out, count = tmp_path / "out", 12_000
-    done = run_job(PIPELINE, *options(out, tmp_path / "chk", count, "--arg", f"kind={kind}"))
+    done = run_thread_job(PIPELINE, *options(out, tmp_path / "chk", count, "--arg", f"kind={kind}"))
     assert done.returncode == 0, done.stderr
     assert_same_output(read_output(str(out)), reference(count, kind))
 
@@ -105,7 +106,8 @@ def test_sessions_exactly_once_across_a_killed_taskmanager(backend: str, tmp_pat
 def test_sessions_stop_without_drain_then_resume_at_parallelism_3(tmp_path: Path) -> None:
     out, sp, count = tmp_path / "out", tmp_path / "sp", 40_000
     common = options(out, tmp_path / "chk", count, "--arg", "rate=10000", "--arg", "kind=aggregate")
-    job = SluiceJob(PIPELINE, *common, "--savepoint-dir-allow", f"file://{sp}")
+    # Its input lasts 10 s, so that the stop (`sluice stop`, a process of its own) comes well before its end.
+    job = ThreadJob(PIPELINE, *common, "--arg", "rate=4000", "--savepoint-dir-allow", f"file://{sp}")
     try:
         job.wait_checkpoints(2)
         stop = run_cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{sp}")
@@ -120,6 +122,6 @@ def test_sessions_stop_without_drain_then_resume_at_parallelism_3(tmp_path: Path
     suspended = read_output(str(out))
     assert not suspended - expected, "the suspend emitted no partial session"
     assert sum(suspended.values()) < sum(expected.values())
-    resumed = run_job(PIPELINE, *common, "--parallelism", "3", "--from-savepoint", path)
+    resumed = run_thread_job(PIPELINE, *common, "--parallelism", "3", "--from-savepoint", path)
     assert resumed.returncode == 0, resumed.stderr
     assert_same_output(read_output(str(out)), expected)

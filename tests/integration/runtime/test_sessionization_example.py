@@ -1,4 +1,5 @@
-"""examples/sessionization.py end to end against results computed in plain Python."""
+"""examples/sessionization.py end to end against results computed in plain Python (the job in the test
+process)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import collections
 import json
 from pathlib import Path
 
-from testkit.jobs import REPO, run_job
+from testkit.inprocess import run_thread_job
+from testkit.jobs import REPO
 from testkit.outputs import assert_same_output, read_output
 
 N, USERS, GAP = 30_000, 50, 1500
@@ -29,7 +31,7 @@ def clicks(n: int) -> list[tuple[str, str]]:
 
 def test_sessionization_example_matches_plain_python(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = run_job(
+    done = run_thread_job(
         REPO / "examples" / "sessionization.py",
         "--arg",
         f"out={out}",

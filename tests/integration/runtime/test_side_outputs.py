@@ -10,7 +10,8 @@ import signal
 import urllib.request
 from pathlib import Path
 
-from testkit.jobs import REPO, SluiceJob, run_job
+from testkit.inprocess import run_thread_job
+from testkit.jobs import REPO, SluiceJob
 from testkit.outputs import assert_same_output, hidden_files, read_output
 
 PIPELINE = REPO / "tests" / "integration" / "pipelines" / "side_outputs.py"
@@ -57,7 +58,7 @@ def assert_all_outputs(out: Path, count: int) -> None:
 
 def test_dead_letters_and_side_outputs_match_plain_python(tmp_path: Path) -> None:
     out, count = tmp_path / "out", 8000
-    done = run_job(
+    done = run_thread_job(
         PIPELINE,
         "--arg",
         f"out={out}",

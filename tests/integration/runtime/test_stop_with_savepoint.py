@@ -18,7 +18,7 @@ from sluice.state.keyed import BACKENDS
 from testkit import spark
 from testkit.checkpoints import PIPELINES, load, operator
 from testkit.inprocess import ThreadJob, run_thread_job
-from testkit.jobs import REPO, SluiceJob, run_cli
+from testkit.jobs import REPO, run_cli
 from testkit.outputs import assert_same_output, keyed_window_reference, read_output
 from testkit.spark import Runner
 
@@ -193,7 +193,7 @@ def test_failing_savepoint_leaves_the_job_running(engine_runner: Runner, tmp_pat
 
 
 def test_savepoint_request_with_a_bad_stop_mode_is_rejected(tmp_path: Path) -> None:
-    job = SluiceJob(
+    job = ThreadJob(
         UNBOUNDED,
         "--arg",
         f"out={tmp_path / 'out'}",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,8 @@ def test_no_port_of_a_default_host_job_serves_a_block_without_authentication(tmp
         "rate=200",
         "--checkpoint-dir",
         f"file://{tmp_path / 'chk'}",
+        "--checkpoint-interval",
+        "1s",
         "--spark-log",
         str(tmp_path / "spark.log"),
     )
@@ -162,12 +165,11 @@ def test_no_port_of_a_default_host_job_serves_a_block_without_authentication(tmp
         # The coordinator's control and REST ports, a data port per TaskManager, and Spark's own.
         assert len(ports) >= 6, f"found only the listening ports {sorted(ports)}"
         blocks = [f"broadcast_{i}_piece0" for i in range(3)]
-        answered = {
-            (port, block): leak
-            for port in sorted(ports)
-            for block in blocks
-            if (leak := attack(port, block)) is not None
-        }
+        attacks = [(port, block) for port in sorted(ports) for block in blocks]
+        # All at once: a port that says nothing holds its attack for the whole socket timeout.
+        with ThreadPoolExecutor(len(attacks)) as pool:
+            leaks = list(pool.map(lambda target: attack(*target), attacks))
+        answered = {target: leak for target, leak in zip(attacks, leaks, strict=True) if leak is not None}
         assert answered == {}, "ports that served a stranger"
         assert job.ended() is None, job.stderr
     finally:

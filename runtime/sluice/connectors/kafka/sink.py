@@ -259,6 +259,20 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
             self._fence_pool(pool)
         self._fenced_pools.discard(pool)
 
+    def close(self) -> None:
+        # Each producer holds librdkafka threads and broker connections until it is destroyed, so a
+        # TaskManager that is a thread of a longer-lived process (sluice.testing, a reused Spark Python
+        # worker) would otherwise keep them after the job. Idle producers have no transaction open:
+        # closing them is quick. A busy one is only let go: closing it would abort its transaction,
+        # a round trip that waits for the broker, and the restore's fencing settles it either way.
+        idle, self._idle = self._idle, {}
+        self._busy.clear()
+        for producer in idle.values():
+            try:
+                producer.close()
+            except Exception as err:  # a sink that ends must not fail its TaskManager's end
+                log.warning("KafkaSink: could not close a producer: %s", err)
+
 
 def KafkaSink(  # noqa: N802 - a constructor to the user; which class it builds depends on `delivery`
     bootstrap_servers: str,
