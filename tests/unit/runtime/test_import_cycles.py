@@ -20,8 +20,6 @@ KNOWN = {
             "sluice.api.windowed",
         }
     ),
-    # The view reads the job master (a type only); the job master serves its view.
-    frozenset({"sluice.coordinator.jobmaster", "sluice.coordinator.views"}),
     # The committable is the sink's type, and settling it is the sink's job (a type only).
     frozenset({"sluice.connectors.kafka._settle", "sluice.connectors.kafka.sink"}),
 }
