@@ -20,8 +20,6 @@ KNOWN = {
             "sluice.api.windowed",
         }
     ),
-    # The committable is the sink's type, and settling it is the sink's job (a type only).
-    frozenset({"sluice.connectors.kafka._settle", "sluice.connectors.kafka.sink"}),
 }
 
 
