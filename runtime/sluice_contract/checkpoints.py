@@ -113,9 +113,8 @@ def latest_restorable(
     if skipped:
         raise NoRestorableCheckpoint(
             f"no retained checkpoint of job {job_id} can be restored ({', '.join(skipped)}: "
-            "see the warnings above); the job is not started again from its beginning, which would "
-            "write output its sinks already committed a second time. Resume it from a savepoint "
-            "(--from-savepoint), or delete its checkpoint directory to start it afresh on purpose"
+            "see the warnings above); the job is not started again from an earlier point, which would "
+            "write output its sinks already committed a second time"
         )
     return None
 

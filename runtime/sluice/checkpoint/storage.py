@@ -24,7 +24,7 @@ from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.state_key import StateKey
 from sluice.state.stored_files import DigestingWriter, read_verified, sha256
 from sluice_contract import checkpoints
-from sluice_contract.checkpoints import METADATA, SHARED_DIR
+from sluice_contract.checkpoints import METADATA, SHARED_DIR, NoRestorableCheckpoint
 
 log = logging.getLogger(__name__)
 _SHARED_FILE = re.compile(r"-(\d+)-[0-9a-f]+\.kv$")
@@ -69,12 +69,18 @@ class CheckpointStorage:
         damaged this raises `NoRestorableCheckpoint`: starting the job again from its beginning would
         have its two-phase-commit sinks commit their output a second time.
         """
-        found = checkpoints.latest_restorable(
-            self.job_dir,
-            self.job_id,
-            filesystems=filesystem,
-            read=lambda location: read_metadata(location, self.key).to_json(),
-        )
+        try:
+            found = checkpoints.latest_restorable(
+                self.job_dir,
+                self.job_id,
+                filesystems=filesystem,
+                read=lambda location: read_metadata(location, self.key).to_json(),
+            )
+        except NoRestorableCheckpoint as err:
+            raise NoRestorableCheckpoint(
+                f"{err}. Resume it from a savepoint (--from-savepoint), or delete its checkpoint "
+                "directory to start it afresh on purpose"
+            ) from None
         return None if found is None else found.location
 
     def completed_ids(self) -> list[int]:
