@@ -35,6 +35,7 @@ from sluice.coordinator.rest import RestApi
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result
 from sluice.coordinator.validation import RestoreRefused
+from sluice.coordinator.views import job_view, sum_metrics
 from sluice.graph.jobgraph import GraphError, JobGraph
 from sluice.hosts.base import HostSetupError
 from sluice.hosts.selection import make_host
@@ -211,7 +212,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         return EXIT_USAGE
     finally:
         hosting.close()
-    _say(run_summary(graph, job.view(), time.monotonic() - started))
+    _say(run_summary(graph, job_view(job), time.monotonic() - started))
     failure = job.restore_failure.reason if job.restore_failure is not None else None
     _say(ending(result, restore_failure=failure))
     return exit_code(result.state)
@@ -304,14 +305,14 @@ async def _run(job: JobMaster, args: argparse.Namespace, rest: RestSettings, sta
 async def _progress(job: JobMaster, started: float) -> None:
     # Until the first records arrive, look often: how long a job takes to get going is worth knowing
     # (a cold Spark JVM takes seconds), and the first progress line says it.
-    while job.totals()["recordsIn"] == 0 and not job.ended.is_set():
+    while sum_metrics(job.metrics.values())["recordsIn"] == 0 and not job.ended.is_set():
         await asyncio.sleep(0.1)
-    if job.totals()["recordsIn"]:
+    if sum_metrics(job.metrics.values())["recordsIn"]:
         _say(f"first records processed {time.monotonic() - started:.1f}s after start")
     last: tuple[float, int] | None = None
     while True:
         await asyncio.sleep(2)
-        view = job.view()
+        view = job_view(job)
         # Records read are what the sources emitted; records written are what the sinks took in.
         read = sum(v.counts.records_in for v in view.vertices if job.graph.vertex(v.id).is_source)
         written = sum(v.counts.records_out for v in view.vertices if not job.graph.vertex(v.id).outputs)

@@ -78,12 +78,6 @@ def checkpoint_ids(job_dir: str, filesystems: FileSystems) -> list[int]:
     return sorted(int(m.group(1)) for e in entries if (m := _CHECKPOINT.search(str(e).rstrip("/"))))
 
 
-DAMAGE_ADVICE = (
-    "Resume it from a savepoint (--from-savepoint), or delete its checkpoint directory to start it afresh "
-    "on purpose"
-)
-
-
 def latest_restorable(
     job_dir: str,
     job_id: str,
@@ -96,8 +90,8 @@ def latest_restorable(
     names, or None when it has no completed checkpoint.
 
     A damaged one is passed over with a warning for the one before it. When every one is damaged this
-    raises `NoRestorableCheckpoint`, ending with `advice(the locations passed over)` (by default: resume
-    from a savepoint or start afresh on purpose).
+    raises `NoRestorableCheckpoint`, ending with `advice(the locations passed over)` when given: each side
+    says its own way out (the runtime names CLI flags, the operator the StreamJob's).
     """
     skipped: list[str] = []
     for checkpoint_id in reversed(checkpoint_ids(job_dir, filesystems)):
@@ -125,9 +119,9 @@ def latest_restorable(
     if skipped:
         raise NoRestorableCheckpoint(
             f"no retained checkpoint of job {job_id} can be restored ({', '.join(skipped)}: "
-            "see the warnings above); the job is not started again from its beginning, which would "
-            "write output its sinks already committed a second time. "
-            + (advice(skipped) if advice is not None else DAMAGE_ADVICE)
+            "see the warnings above); the job is not started again from an earlier point, which would "
+            "write output its sinks already committed a second time"
+            + ("" if advice is None else f". {advice(skipped)}")
         )
     return None
 

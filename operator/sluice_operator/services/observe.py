@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from sluice_contract.checkpoints import NoRestorableCheckpoint
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Obj
 from sluice_operator.manifests.coordinator_args import COORDINATOR_CONTAINER
@@ -110,6 +111,11 @@ async def observe_job(
         if obs.coordinator is None and run_id:
             # Only the run's own checkpoints: an older run's would undo what this run committed since.
             obs.latest_checkpoint = await storage.latest_checkpoint(checkpoint_dir, run_id)
+    except NoRestorableCheckpoint as error:
+        obs.storage_error = (
+            f"{error}. Delete the damaged checkpoint directories under {checkpoint_dir} to have the next "
+            "run start from an older one (or, with none left, from where this run started)"
+        )
     except Exception as error:  # any storage backend error: report it, decide nothing from missing data
         obs.storage_error = f"cannot read {checkpoint_dir}: {type(error).__name__}: {error}"
     return obs

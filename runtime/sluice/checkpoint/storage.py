@@ -85,7 +85,7 @@ class CheckpointStorage:
         checkpoints refused only for want of a MAC, and those can be restored when told to."""
         before_macs = next((location for location in skipped if written_before_macs(location)), None)
         if before_macs is None:
-            return checkpoints.DAMAGE_ADVICE
+            return _DAMAGE_ADVICE
         return (
             f"{before_macs} was written by a Sluice from before checkpoints were authenticated ({METADATA} "
             "version 2 or older, without a MAC), and only state this deployment's key authenticated is "
@@ -97,6 +97,12 @@ class CheckpointStorage:
 
     def completed_ids(self) -> list[int]:
         return checkpoints.checkpoint_ids(self.job_dir, filesystem)
+
+
+_DAMAGE_ADVICE = (
+    "Resume it from a savepoint (--from-savepoint), or delete its checkpoint directory to start it afresh "
+    "on purpose"
+)
 
 
 def written_before_macs(location: str) -> bool:

@@ -49,7 +49,6 @@ from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result, store_result
 from sluice.coordinator.savepoints import Savepoints
 from sluice.coordinator.validation import RestoreRefused, validate_restore
-from sluice.coordinator.views import JobView, job_view, sum_metrics
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
@@ -539,10 +538,3 @@ class JobMaster:
 
     def taskmanager_links(self) -> list[TaskManagerLink]:
         return sorted(self._control.links.values(), key=lambda link: link.index)
-
-    def totals(self) -> dict[str, int]:
-        return sum_metrics(self.metrics.values())
-
-    def view(self) -> JobView:
-        """The job as GET /v1/job shows it."""
-        return job_view(self)

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.engine._task_metrics import WaitClock
+from sluice.state.backends import create_backend
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
-from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState, create_backend
+from sluice.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
 from sluice.state.operator_state import OperatorStateStore
 from sluice.state.ttl import TtlListState, TtlMapState, TtlStates, TtlValueState
 

@@ -129,19 +129,6 @@ class KeyedStateBackend(Protocol):
         """Releases what the backend holds (files of the disk backend); the state is gone after it."""
 
 
-def create_backend(kind: str, max_parallelism: int, owner: str) -> KeyedStateBackend:
-    """A new, empty backend of `kind` for one keyed operator subtask; `owner` names it in its files."""
-    if kind == "heap":
-        from sluice.state.heap import HeapKeyedStateBackend
-
-        return HeapKeyedStateBackend(max_parallelism)
-    if kind == "disk":
-        from sluice.state.disk import DiskKeyedStateBackend
-
-        return DiskKeyedStateBackend(max_parallelism, owner)
-    raise ValueError(f"unknown state backend {kind!r}: use one of {', '.join(BACKENDS)}")
-
-
 def legacy_kind(entries: dict[Any, Any]) -> str:
     sample = next(iter(entries.values()), None)
     return "list" if isinstance(sample, list) else "map" if isinstance(sample, dict) else "value"

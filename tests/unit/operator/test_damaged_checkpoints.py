@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import cast
 
+import aiohttp
 import pytest
 
 from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.transport.messages import ToTaskManager
+from sluice_operator.kube import Kube
+from sluice_operator.models import StreamJobStatus
+from sluice_operator.services.observe import Deps, observe_job
 from sluice_operator.services.storage import Storage
 from unit.runtime._support import SOURCE_STATE, acknowledge_all, source_coordinator
+
+from ._fixtures import OWNER, spec
+from ._situations import deployed_status
 
 
 def _checkpoints(tmp_path: Path, count: int) -> str:
@@ -57,3 +65,39 @@ def test_a_run_whose_checkpoints_are_all_damaged_is_an_error_not_a_fresh_start(t
     # what the damaged checkpoint's sinks had committed: the operator reports it instead.
     with pytest.raises(RuntimeError, match=r"no retained checkpoint of job job can be restored"):
         asyncio.run(Storage().latest_checkpoint(root, "job"))
+
+
+class _NoPods:
+    """The coordinator pod is gone: a Kubernetes API with no pods and no Savepoints."""
+
+    async def list_pods(self, namespace: str, selector: str) -> list[object]:
+        return []
+
+    async def list_custom(self, plural: str, namespace: str) -> list[object]:
+        return []
+
+
+def test_a_run_with_only_damaged_checkpoints_is_observed_as_a_storage_problem_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    root = _checkpoints(tmp_path, 1)
+    (tmp_path / "chk" / "job" / "chk-1" / "src-0.state").unlink()
+    job = spec()
+    status = StreamJobStatus.model_validate(
+        {**deployed_status(job), "job": {"id": "job", "state": "RUNNING"}}
+    )
+    obs = asyncio.run(
+        observe_job(
+            Deps(cast(Kube, _NoPods()), cast(aiohttp.ClientSession, None)),
+            storage=Storage(),
+            owner=OWNER,
+            spec=job,
+            status=status,
+            checkpoint_dir=root,
+            rest_token=None,
+        )
+    )
+    # Nothing is decided from it: reconcile reports Degraded (StorageUnavailable) while no pod runs.
+    assert obs.latest_checkpoint is None and obs.storage_error is not None
+    assert "no retained checkpoint of job job can be restored" in obs.storage_error
+    assert f"Delete the damaged checkpoint directories under {root}" in obs.storage_error

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from sluice.state.backends import create_backend
 from sluice.state.chain_files import KeyedFile
 from sluice.state.descriptors import ValueStateDescriptor
-from sluice.state.keyed import BACKENDS, KeyedStateBackend, create_backend
+from sluice.state.keyed import BACKENDS, KeyedStateBackend
 from sluice.state.snapshots import ChainShare, ChangeLog, DeferredKeyed, KeyedWrite
 
 

@@ -171,7 +171,10 @@ def test_a_job_whose_retained_checkpoints_are_all_damaged_is_not_started_again_f
     storage = asyncio.run(one_checkpoint()).storage
     (tmp_path / "chk" / "job" / "chk-1" / "src-0.state").unlink()
     # Running the job from its start would commit its sinks' output a second time.
-    with pytest.raises(NoRestorableCheckpoint, match=r"no retained checkpoint of job job can be restored"):
+    with pytest.raises(
+        NoRestorableCheckpoint,
+        match=r"no retained checkpoint of job job can be restored .*Resume it from a savepoint \(--from-sav",
+    ):
         storage.latest_completed()
 
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from sluice.state import snapshots
+from sluice.state.backends import create_backend
 from sluice.state.chain_files import KeyedFile, file_uri, read_frames
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.disk import DiskKeyedStateBackend
-from sluice.state.keyed import FrozenTable, KeyedStateBackend, create_backend
+from sluice.state.keyed import FrozenTable, KeyedStateBackend
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChainShare, ChangeLog
 

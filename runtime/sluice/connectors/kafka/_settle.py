@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sluice.connectors.kafka._common import TXN_HEADER
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
 
-    from sluice.connectors.kafka.sink import KafkaCommittable
+
+class Probed(Protocol):
+    """What settling needs of a committable (`sink.KafkaCommittable`): its transaction's tag and where
+    its first record went."""
+
+    @property
+    def tag(self) -> str: ...
+    @property
+    def probe_partition(self) -> int: ...
+    @property
+    def probe_offset(self) -> int: ...
 
 
 def fenced_producer(config: dict[str, Any], txn_id: str, timeout: float) -> Producer:
@@ -24,9 +34,7 @@ def fenced_producer(config: dict[str, Any], txn_id: str, timeout: float) -> Prod
     return producer
 
 
-def already_committed(
-    config: dict[str, Any], topic: str, committable: KafkaCommittable, timeout: float
-) -> bool:
+def already_committed(config: dict[str, Any], topic: str, committable: Probed, timeout: float) -> bool:
     """Whether a record tagged `committable.tag` is among the committed records of its partition, at
     or after the tagged record's first offset. Call after fencing: then that transaction is settled.
 
