@@ -116,9 +116,10 @@ class Wire:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + retry_s
         delay = _FIRST_RETRY_S
+        cuts: list[str] = []
         while True:
             try:
-                return await self._open_once(host, port, purpose)
+                opened = await self._open_once(host, port, purpose)
             except handshake.HandshakeCut as cut:
                 left = deadline - loop.time()
                 if left <= 0:
@@ -126,8 +127,22 @@ class Wire:
                 log.debug(
                     "%s connection to %s:%d cut short (%s); trying again", purpose.decode(), host, port, cut
                 )
+                cuts.append(str(cut))
                 await asyncio.sleep(min(left, random.uniform(0, delay)))
                 delay = min(delay * 2, _MAX_RETRY_S)
+                continue
+            if cuts:
+                # Once per connection, not per cut: a peer the listener keeps dropping is worth knowing
+                # about (a flood of that port, or a listener too slow to answer within the timeout).
+                log.warning(
+                    "%s connection to %s:%d got through after %d handshakes were cut short (the last: %s)",
+                    purpose.decode(),
+                    host,
+                    port,
+                    len(cuts),
+                    cuts[-1],
+                )
+            return opened
 
     async def _open_once(
         self, host: str, port: int, purpose: bytes

@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import socket
+from asyncio.sslproto import SSLProtocol
 from typing import Any
 
 import pytest
@@ -137,7 +138,7 @@ def test_peers_keep_getting_through_a_flood_that_reopens_what_is_dropped() -> No
 def _tls_states() -> int:
     """asyncio's TLS protocols alive in this process: each holds a 256 KiB read buffer."""
     gc.collect()
-    return sum(isinstance(o, asyncio.sslproto.SSLProtocol) for o in gc.get_objects())
+    return sum(isinstance(o, SSLProtocol) for o in gc.get_objects())
 
 
 @pytest.mark.parametrize(
