@@ -11,13 +11,13 @@ state files against digests the coordinator vouched for (`sluice.checkpoint.inte
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import os
 import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sluice_contract.integrity import key_id as contract_key_id
 
 KEY_FILE_ENV = "SLUICE_STATE_KEY_FILE"
 """The key file to use instead of the default one (`sluice run --state-key-file` sets it)."""
@@ -35,13 +35,7 @@ class StateKey:
     @property
     def key_id(self) -> str:
         """Names the key in `_metadata` and in messages without revealing it."""
-        return hmac.new(self.secret, b"sluice state key id", hashlib.sha256).hexdigest()[:16]
-
-    def mac(self, body: bytes) -> str:
-        return hmac.new(self.secret, body, hashlib.sha256).hexdigest()
-
-    def verifies(self, body: bytes, mac: str) -> bool:
-        return hmac.compare_digest(self.mac(body), mac)
+        return contract_key_id(self.secret)
 
 
 def default_key_file() -> Path:

@@ -185,16 +185,16 @@ def read_metadata(location: str, key: StateKey, *, trust: bool = False) -> Check
     if found is not Verdict.VALID:
         if not trust:
             raise IntegrityError(
-                f"{uri}/{METADATA} {found.explain(key)}, so nothing it names is restored. A savepoint of "
-                "another deployment can be restored with --trust-savepoint (spec.trustSavepoint on "
-                "Kubernetes) once you know where it came from; a checkpoint of this job's own directory "
-                "never is: restore another checkpoint or a savepoint"
+                f"{uri}/{METADATA} {found.explain(key.key_id)}, so nothing it names is restored. A "
+                "savepoint of another deployment can be restored with --trust-savepoint "
+                "(spec.trustSavepoint on Kubernetes) once you know where it came from; a checkpoint of "
+                "this job's own directory never is: restore another checkpoint or a savepoint"
             )
         log.warning(
             "restoring %s although its %s %s: --trust-savepoint says it comes from a source you trust",
             uri,
             METADATA,
-            found.explain(key),
+            found.explain(key.key_id),
         )
     metadata = CheckpointMetadata.from_fields(fields, location=uri)
     return dataclasses.replace(metadata, digest=sha256(payload))

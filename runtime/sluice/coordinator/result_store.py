@@ -120,7 +120,7 @@ def _doubt(payload: bytes, job_id: str, key: StateKey) -> str | None:
         return "is not a JSON object"
     found = verdict(document, key)
     if found is not Verdict.VALID:
-        return found.explain(key)
+        return found.explain(key.key_id)
     if document.get("jobId") != job_id:
         # Authentic, but another job's: copied here, it would end this job with that one's end.
         return f"is the result of job {document.get('jobId')!r}"
