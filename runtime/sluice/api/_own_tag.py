@@ -66,7 +66,7 @@ def _loaded_values(
     """The values `function` (and the functions nested in it) load as globals and closure variables,
     and, for a method of `fn`, as attributes of `self`; with each, whether it is a method of `fn`."""
     code = function.__code__
-    closure = dict(zip(code.co_freevars, (c.cell_contents for c in function.__closure__ or ()), strict=True))
+    closure = _closure(function)
     self_name = code.co_varnames[0] if is_method and code.co_argcount else None
     codes = [code]
     while codes:
@@ -80,7 +80,7 @@ def _loaded_values(
             op, name = instruction.opname, instruction.argval
             if op == "LOAD_GLOBAL" and isinstance(name, str):
                 yield function.__globals__.get(name), False
-            elif op == "LOAD_DEREF" and current is code and name in closure:
+            elif op == "LOAD_DEREF" and name in closure:
                 yield closure[name], False
             elif (
                 op in ("LOAD_ATTR", "LOAD_METHOD")
@@ -92,6 +92,17 @@ def _loaded_values(
             ):
                 yield _attribute(fn, str(name))
             previous = instruction
+
+
+def _closure(function: FunctionType) -> dict[str, Any]:
+    """The values of `function`'s closure variables that are bound (a cell may still be empty)."""
+    values = {}
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or (), strict=True):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:
+            continue
+    return values
 
 
 def _attribute(fn: object, name: str) -> tuple[Any, bool]:

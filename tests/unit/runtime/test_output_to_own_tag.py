@@ -77,6 +77,23 @@ class ByNestedLambda(sluice.KeyedProcessFunction):
         send(value)
 
 
+class ByClosureInANestedLambda(sluice.KeyedProcessFunction):
+    """Uses super() (an extra closure cell, __class__) and a lambda that reads the method's closure."""
+
+    def open(self, ctx: sluice.RuntimeContext) -> None:
+        super().open(ctx)
+
+
+def by_closure_in_a_lambda(tag: OutputTag) -> sluice.KeyedProcessFunction:
+    class Nested(ByClosureInANestedLambda):
+        def process_element(self, value: Any, ctx: sluice.KeyedContext) -> None:
+            super().open  # noqa: B018 - the method's closure has __class__ as well as tag
+            send: Callable[[Any], None] = lambda v: ctx.output(tag, v)  # noqa: E731
+            send(value)
+
+    return Nested()
+
+
 CASES: list[tuple[str, Callable[[], sluice.KeyedProcessFunction]]] = [
     ("global", ByGlobal),
     ("attribute of self, in on_timer", lambda: ByAttributeInTimer(DEAD)),
@@ -84,6 +101,7 @@ CASES: list[tuple[str, Callable[[], sluice.KeyedProcessFunction]]] = [
     ("function of the same module", ByModuleHelper),
     ("closure variable", lambda: by_closure(DEAD)),
     ("lambda nested in the method", ByNestedLambda),
+    ("closure variable read in a nested lambda", lambda: by_closure_in_a_lambda(DEAD)),
 ]
 
 
