@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _chaos_side_outputs as side_outputs
 from _chaos_faults import strike
 from _chaos_scenario import Scenario
 from _chaos_services import Services, alive, descendants, kill_all, wait_gone
@@ -79,7 +80,10 @@ class ChaosRun:
 
     def options(self) -> list[str]:
         sc = self.scenario
-        pipeline = PIPELINES / "postgres_counts.py" if sc.sink == "postgres" else GENERATED_COUNTS
+        if sc.pipeline == "side-outputs":
+            pipeline = side_outputs.PIPELINE
+        else:
+            pipeline = PIPELINES / "postgres_counts.py" if sc.sink == "postgres" else GENERATED_COUNTS
         return [
             str(pipeline),
             *self.sink.args(),

@@ -26,6 +26,10 @@ S3_MODES = ("refuse", "slow", "error")
 
 HOSTS = {"processes": 0.85, "spark": 0.15}  # a Spark run starts its own JVM: slow, so rarer
 SINKS = {"file": 0.4, "postgres": 0.35, "s3": 0.25}
+# counts: windowed counts into one sink (tests/integration/pipelines/generated_counts.py, or
+# postgres_counts.py); side-outputs: dead letters, a ctx.output side output and a window over it, each
+# into its own FileSink (side_outputs.py; file and s3 sinks only).
+PIPELINES = {"counts": 0.6, "side-outputs": 0.4}
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Scenario:
     interval_ms: int
     heartbeat_s: float
     faults: tuple[Fault, ...] = field(default=())
+    pipeline: str = "counts"
 
     @property
     def job_id(self) -> str:
@@ -73,7 +78,8 @@ class Scenario:
     def describe(self) -> str:
         faults = ", ".join(f.describe() for f in self.faults)
         return (
-            f"host={self.host} sink={self.sink} count={self.count} rate={self.rate}/s keys={self.keys} "
+            f"host={self.host} sink={self.sink} pipeline={self.pipeline} count={self.count} "
+            f"rate={self.rate}/s keys={self.keys} "
             f"checkpoint-interval={self.interval_ms}ms heartbeat={self.heartbeat_s:.0f}s faults=[{faults}]"
         )
 
@@ -101,6 +107,7 @@ def scenario(
     hosts: dict[str, float] | None = None,
     sinks: dict[str, float] | None = None,
     with_s3_proxy: bool = True,
+    pipelines: dict[str, float] | None = None,
 ) -> Scenario:
     rng = random.Random(f"{seed}:{run}")
     host = _weighted(rng, hosts or HOSTS)
@@ -134,4 +141,7 @@ def scenario(
             mode = rng.choice(("pass", *S3_MODES))  # the savepoint meets S3 in that state
             hold = rng.uniform(0.5, 3.0) if mode != "pass" else 0.0
         faults.append(Fault(kind, moment, round(delay, 2), victim, round(hold, 2), mode))
-    return Scenario(run, seed, host, sink, count, rate, keys, interval_ms, heartbeat, tuple(faults))
+    # Drawn last, so the rest of a seed's scenarios stay what they were before pipelines were drawn.
+    choices = {p: w for p, w in (pipelines or PIPELINES).items() if sink != "postgres" or p == "counts"}
+    pipeline = _weighted(rng, choices) if choices else "counts"
+    return Scenario(run, seed, host, sink, count, rate, keys, interval_ms, heartbeat, tuple(faults), pipeline)

@@ -46,7 +46,7 @@ def peak_rss_bytes(pid: int) -> int:
     return _status_bytes(pid, "VmHWM")
 
 
-def _rss_bytes(pid: int) -> int:
+def rss_bytes(pid: int) -> int:
     """The process's resident set now (VmRSS), 0 once it is gone."""
     return _status_bytes(pid, "VmRSS")
 
@@ -61,7 +61,7 @@ def with_children_rss_bytes(pid: int) -> int:
                 children += [int(c) for c in listed.read().split()]
     except OSError:
         pass
-    return _rss_bytes(pid) + sum(_rss_bytes(c) for c in children if _has_run(c))
+    return rss_bytes(pid) + sum(rss_bytes(c) for c in children if _has_run(c))
 
 
 def _has_run(pid: int) -> bool:

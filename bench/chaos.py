@@ -29,7 +29,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from _chaos_proxy import FaultProxy  # noqa: E402
 from _chaos_run import ChaosRun, RunResult  # noqa: E402
-from _chaos_scenario import HOSTS, SINKS, scenario  # noqa: E402
+from _chaos_scenario import HOSTS, PIPELINES, SINKS, scenario  # noqa: E402
 from _chaos_services import Services  # noqa: E402
 
 RUN_BUDGET_S = {"processes": 240.0, "spark": 480.0}
@@ -51,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--only", type=int, action="append", help="run only this run number (repeatable)")
     p.add_argument("--host", action="append", choices=sorted(HOSTS), help="limit hosts (repeatable)")
     p.add_argument("--sink", action="append", choices=sorted(SINKS), help="limit sinks (repeatable)")
+    p.add_argument(
+        "--pipeline", action="append", choices=sorted(PIPELINES), help="limit pipelines (repeatable)"
+    )
     p.add_argument("--no-proxy", action="store_true", help="S3 jobs talk to the S3 server directly")
     p.add_argument("--workdir", type=Path, help="default: a new temporary directory")
     p.add_argument("--verbose", action="store_true", help="print the events of every run, not only failed")
@@ -101,6 +104,11 @@ def report(result: RunResult, verbose: bool = False) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     hosts, sinks = _weights(args.host, HOSTS), _weights(args.sink, SINKS)
+    pipelines = _weights(args.pipeline, PIPELINES)
+    if "counts" not in pipelines:  # the side-output pipeline writes files: no PostgreSQL runs
+        sinks.pop("postgres", None)
+        if not sinks:
+            raise SystemExit("chaos: the side-output pipeline runs with the file or s3 sink only")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sluice-chaos-"))
     workdir.mkdir(parents=True, exist_ok=True)
     # The jobs store their REST tokens here, not in the user's state directory (restored at the end:
@@ -115,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     results: list[RunResult] = []
     try:
         for number in numbers:
-            sc = scenario(args.seed, number, hosts, sinks, with_s3_proxy=not args.no_proxy)
+            sc = scenario(
+                args.seed, number, hosts, sinks, with_s3_proxy=not args.no_proxy, pipelines=pipelines
+            )
             if sc.sink == "s3" and proxy is None and not args.no_proxy:
                 proxy = FaultProxy(services.s3().port)
             run = ChaosRun(sc, services, workdir / f"run-{number}", proxy)

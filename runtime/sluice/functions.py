@@ -182,8 +182,8 @@ class KeyedBroadcastProcessFunction(Function):
 
     `process_element` sees each keyed record with its key's state and timers and reads the broadcast
     state; `process_broadcast_element` sees every broadcast record (on every subtask) and is the only
-    place that may change the broadcast state. No key is current there: timers are refused, and keyed
-    state must not be used (it would not be any real key's state).
+    place that may change the broadcast state. No key is current there: timers and keyed state are
+    refused with a TypeError (it would not be any real key's state).
     """
 
     def process_element(self, value: Any, ctx: BroadcastContext) -> Iterable[Any] | None:

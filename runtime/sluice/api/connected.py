@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sluice.api._callsite import user_call_site
+from sluice.api._own_tag import refuse_output_to_own_tag
 from sluice.engine.operators.broadcast import KeyedBroadcastProcessOperator
 from sluice.engine.operators.co_process import CoProcessOperator, KeyedCoProcessOperator
 from sluice.functions import CoProcessFunction, KeyedBroadcastProcessFunction, KeyedCoProcessFunction
@@ -85,6 +86,7 @@ class ConnectedStreams:
     ) -> DataStream:
         where = user_call_site()
         policy = error_policy(on_error, f"connect(...).process({name or uid or ''})")
+        refuse_output_to_own_tag(fn, policy, f"connect(...).process({name or uid or ''}) at {where}")
         if isinstance(fn, KeyedBroadcastProcessFunction):
             stream = self._broadcast(fn, uid, name, policy, where)
         elif isinstance(fn, KeyedCoProcessFunction):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sluice.api._callsite import user_call_site
+from sluice.api._own_tag import refuse_output_to_own_tag
 from sluice.connectors.base import Sink, TwoPhaseCommitSink
 from sluice.engine.operators.basic import (
     FilterOperator,
@@ -232,6 +234,7 @@ class KeyedStream(DataStream):
     ) -> DataStream:
         if not isinstance(fn, KeyedProcessFunction):
             raise TypeError("process() on a keyed stream needs a sluice.KeyedProcessFunction")
+        refuse_output_to_own_tag(fn, on_error, f"process({name or uid or ''}) at {user_call_site()}")
         key = self.key_selector
         stream = self._then_guarded(
             "process", uid, name, lambda u, p: KeyedProcessOperator(u, key, fn, p), True, on_error

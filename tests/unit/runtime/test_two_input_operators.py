@@ -11,7 +11,7 @@ import sluice
 from sluice.engine.operators.broadcast import KeyedBroadcastProcessOperator, ReadOnlyBroadcastState
 from sluice.engine.operators.co_process import CoProcessOperator, KeyedCoProcessOperator
 from sluice.engine.operators.interval_join import IntervalJoin, IntervalJoinOperator
-from sluice.state.descriptors import ValueStateDescriptor
+from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 from ._support import start
 
@@ -116,6 +116,79 @@ def test_a_broadcast_record_cannot_register_a_timer_because_it_has_no_key() -> N
     start(op)
     with pytest.raises(TypeError, match="a broadcast record has no key"):
         op.process_input(1, [("a", 1)], [5])
+
+
+class KeyedStateOnBroadcast(Rules):
+    """Keeps a count per key in keyed state, and (wrongly) touches it for broadcast records too."""
+
+    def __init__(self, use: tuple[str, str, tuple[Any, ...]]) -> None:
+        self.use = use
+
+    def open(self, ctx: sluice.RuntimeContext) -> None:
+        self.count = ctx.get_state(ValueStateDescriptor("count", default=0))
+        self.seen = ctx.get_list_state(ListStateDescriptor("seen"))
+        self.by_rule = ctx.get_map_state(MapStateDescriptor("by_rule"))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.count.update((self.count.value() or 0) + 1)
+        self.seen.add(value[1])
+        self.by_rule.put(value[1], ctx.key)
+        return [(ctx.key, self.count.value(), self.seen.get(), self.by_rule.items())]
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+        state, method, args = self.use
+        getattr(getattr(self, state), method)(*args)
+        return None
+
+
+KEYED_STATE_USES = [
+    ("count", "value", ()), ("count", "update", (7,)), ("count", "clear", ()),
+    ("seen", "get", ()), ("seen", "add", ("x",)), ("seen", "add_all", (["x"],)),
+    ("seen", "update", (["x"],)), ("seen", "clear", ()),
+    ("by_rule", "get", ("r",)), ("by_rule", "put", ("r", 1)), ("by_rule", "contains", ("r",)),
+    ("by_rule", "remove", ("r",)), ("by_rule", "items", ()), ("by_rule", "keys", ()),
+    ("by_rule", "values", ()), ("by_rule", "is_empty", ()), ("by_rule", "clear", ()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", ["heap", "disk"])
+@pytest.mark.parametrize("use", KEYED_STATE_USES, ids=lambda use: f"{use[0]}.{use[1]}")
+def test_keyed_state_used_for_a_broadcast_record_gets_a_clear_error(
+    backend: str, use: tuple[str, str, tuple[Any, ...]]
+) -> None:
+    op = KeyedBroadcastProcessOperator("rules", lambda v: v[0], KeyedStateOnBroadcast(use))
+    out, _ = start(op, state_backend=backend)
+    try:
+        op.process_input(0, [("a", "r1")], None)
+        # Unguarded, the last key ("a") would still be current here: a read would see its state and
+        # a write change it.
+        refused = r"keyed state '\w+' used in process_broadcast_element.*in process_element or on_timer"
+        with pytest.raises(TypeError, match=refused):
+            op.process_input(1, [("rule", 1)], None)
+        op.process_input(0, [("a", "r2")], None)
+        assert out.records[-1] == ("a", 2, ["r1", "r2"], [("r1", "a"), ("r2", "a")])
+    finally:
+        op.close()
+
+
+def test_keyed_state_of_a_broadcast_function_works_as_usual_for_keyed_records_and_timers() -> None:
+    class CountThenTimer(KeyedStateOnBroadcast):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            ctx.timer_service.register_event_time_timer(10)
+            return super().process_element(value, ctx)
+
+        def on_timer(self, timestamp: int, ctx: Any) -> Any:
+            return [("timer", ctx.key, self.count.value())]
+
+        def process_broadcast_element(self, value: Any, ctx: Any) -> Any:
+            ctx.broadcast_state("rules")[value[0]] = value[1]
+
+    op = KeyedBroadcastProcessOperator("rules", lambda v: v[0], CountThenTimer(("count", "value", ())))
+    out, _ = start(op)
+    op.process_input(0, [("a", "r1"), ("b", "r1"), ("a", "r2")], [1, 2, 3])
+    op.process_input(1, [("rule", 1)], [4])
+    op.process_watermark(10)
+    assert [r for r in out.records if r[0] == "timer"] == [("timer", "a", 2), ("timer", "b", 1)]
 
 
 def test_read_only_broadcast_state_refuses_every_kind_of_change() -> None:

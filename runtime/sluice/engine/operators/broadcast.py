@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
+from sluice.engine.operators._keyless_guard import BroadcastFunctionContext
 from sluice.engine.operators.keyed import KeyedProcessContext, KeyedProcessOperator
 from sluice.functions import KeyedBroadcastProcessFunction
 from sluice.side_outputs import OutputTag
@@ -96,6 +97,12 @@ class KeyedBroadcastProcessOperator(KeyedProcessOperator):
 
     def make_context(self) -> BroadcastContext:
         return BroadcastContext(self)
+
+    def open(self) -> None:
+        # Keyed state handles check, on each use, that no broadcast record is being processed.
+        context = self._context
+        assert isinstance(context, BroadcastContext)
+        self.fn.open(BroadcastFunctionContext(self.ctx, lambda: context.writable))
 
     def process_input(self, input_index: int, values: list[Any], timestamps: list[int] | None) -> None:
         if input_index == 0:
