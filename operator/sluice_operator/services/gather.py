@@ -40,7 +40,18 @@ async def job_storage(
 ) -> Storage:
     secret = (spec.storage_secret if spec is not None else None) or config.storage_secret
     data = await deps.kube.secret_data(namespace, secret) if secret else None
-    return Storage(storage_options(uri, data or {}))
+    return Storage(storage_options(uri, data or {}), state_key=await state_key(deps, namespace))
+
+
+async def state_key(deps: Deps, namespace: str) -> bytes | None:
+    """The namespace's state key, which coordinators seal job results with; None while it has none (or
+    an unusable one, which reconcile reports)."""
+    data = await deps.kube.secret_data(namespace, m.STATE_KEY_SECRET)
+    try:
+        key = bytes.fromhex((data or {}).get(m.STATE_KEY_KEY, "").strip())
+    except ValueError:
+        return None
+    return key if len(key) >= 32 else None
 
 
 @dataclass(frozen=True)

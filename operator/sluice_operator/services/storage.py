@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 import fsspec
 
 from sluice_contract.checkpoints import METADATA, latest_restorable
+from sluice_contract.integrity import Verdict, key_id, verdict
 from sluice_operator.models import UNKNOWN_STATE
 
 from .observed import JobResult, Snapshot
+
+log = logging.getLogger(__name__)
+_disbelieved: set[tuple[str, str]] = set()
+"""(path, why) of results already reported as not believed: reconcile reads them again every round."""
 
 # Environment keys of a storage secret -> fsspec (s3fs) options.
 _S3_KEYS = {"AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token"}
@@ -43,8 +49,11 @@ def storage_options(uri: str, credentials: Mapping[str, str]) -> dict[str, Any]:
 class Storage:
     """One job's view of object storage."""
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, options: Mapping[str, Any] | None = None, *, state_key: bytes | None = None) -> None:
         self._options = dict(options or {})
+        self._state_key = state_key
+        """The namespace's state key (Secret `sluice-state-key`): what a stored result must be sealed with
+        before it is believed. None when the Secret is not there yet: then no run can have sealed one."""
 
     def _fs(self, uri: str) -> tuple[Any, str]:
         fs, path = fsspec.core.url_to_fs(uri, **self._options)
@@ -59,9 +68,28 @@ class Storage:
             return None
         return data if isinstance(data, dict) else None
 
+    def _doubt(self, document: dict[str, Any], job_id: str) -> str | None:
+        if self._state_key is None:
+            return "cannot be checked: the namespace has no state key Secret, so no run sealed it"
+        found = verdict(document, self._state_key)
+        if found is not Verdict.VALID:
+            return found.explain(key_id(self._state_key))
+        if document.get("jobId") != job_id:
+            return f"is the result of run {document.get('jobId')!r}"
+        return None
+
     async def job_result(self, checkpoint_dir: str, job_id: str) -> JobResult | None:
-        data = await asyncio.to_thread(self._read_json, f"{checkpoint_dir}/{job_id}/job-result.json")
+        uri = f"{checkpoint_dir}/{job_id}/job-result.json"
+        data = await asyncio.to_thread(self._read_json, uri)
         if data is None:
+            return None
+        # A stored result ends the run for good: only one the run's coordinator sealed is believed, as the
+        # coordinator itself does (docs/security.md). Anyone who can write to the bucket could plant one.
+        why = self._doubt(data, job_id)
+        if why is not None:
+            if (uri, why) not in _disbelieved:
+                _disbelieved.add((uri, why))
+                log.warning("%s %s, so it is not believed: run %s is treated as not ended", uri, why, job_id)
             return None
         return JobResult(
             job_id=str(data.get("jobId") or job_id),

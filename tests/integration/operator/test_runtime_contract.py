@@ -24,6 +24,7 @@ from sluice_operator.services.storage import Storage
 ROOT = Path(__file__).resolve().parents[3]
 JOB_ID = "c0ffee0000000000000000000000beef"
 TOKEN = "operator-drawn-token"
+STATE_KEY = bytes(range(32))
 
 
 @pytest.fixture
@@ -31,6 +32,10 @@ def running_job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Pa
     log = tmp_path / "run.log"
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
+    # As the operator mounts the namespace's state key Secret into the coordinator.
+    key_file = tmp_path / "state.key"
+    key_file.write_text(STATE_KEY.hex())
+    key_file.chmod(0o600)
     command = [
         sys.executable,
         "-c",
@@ -58,6 +63,8 @@ def running_job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Pa
         str(token_file),
         "--rest-auth",
         "all",
+        "--state-key-file",
+        str(key_file),
     ]
     with log.open("w") as sink:
         process = subprocess.Popen(command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
@@ -130,7 +137,7 @@ def test_savepoint_then_suspend_then_read_storage(
             )
             assert stopped.status == "COMPLETED", stopped
             assert process.wait(timeout=60) == 0
-            storage = Storage()
+            storage = Storage(state_key=STATE_KEY)
             result = await storage.job_result(f"file://{tmp / 'chk'}", JOB_ID)
             assert result is not None and result.state == "FINISHED"
             assert result.stop_savepoint == stopped.path

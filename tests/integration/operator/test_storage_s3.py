@@ -12,6 +12,7 @@ import pytest
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
 from sluice.checkpoint.storage import CheckpointStorage
 from sluice.transport.messages import ToTaskManager
+from sluice_contract.integrity import seal
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
@@ -51,18 +52,21 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
     _write(
         s3_server,
         f"{root}/r2/job-result.json",
-        {
-            "jobId": "r2",
-            "state": "FINISHED",
-            "timestamp": 500,
-            "stopSavepoint": f"{bucket}/sp/savepoint-r2-9",
-            "lastCheckpoint": f"{root}/r2/chk-8",
-            "error": None,
-        },
+        seal(
+            {
+                "jobId": "r2",
+                "state": "FINISHED",
+                "timestamp": 500,
+                "stopSavepoint": f"{bucket}/sp/savepoint-r2-9",
+                "lastCheckpoint": f"{root}/r2/chk-8",
+                "error": None,
+            },
+            TEST_KEY.secret,
+        ),
     )
     _write(s3_server, f"{bucket}/sp/savepoint-r2-9/_metadata", {"checkpointId": 9, "kind": "savepoint"})
     # The secret's keys, as a StreamJob's storageSecret would hold them; nothing from the environment.
-    storage = Storage(storage_options(root, s3_server.env))
+    storage = Storage(storage_options(root, s3_server.env), state_key=TEST_KEY.secret)
 
     async def scenario() -> None:
         latest = await storage.latest_checkpoint(root)

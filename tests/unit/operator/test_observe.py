@@ -6,9 +6,12 @@ import asyncio
 import json
 from pathlib import Path
 
+from sluice_contract.integrity import seal
 from sluice_operator.services.observe import pod_view, savepoint_view
 from sluice_operator.services.record import status_delta
 from sluice_operator.services.storage import Storage, storage_options
+
+KEY = b"the namespace's state key, 32 bytes"
 
 
 def test_pod_view_reads_annotations_and_exit_reason() -> None:
@@ -110,17 +113,20 @@ def test_latest_checkpoint_across_runs_and_job_results(tmp_path: Path) -> None:
     (tmp_path / "run2" / "chk-2").mkdir()  # no _metadata: not a checkpoint (yet)
     (tmp_path / "run2" / "job-result.json").write_text(
         json.dumps(
-            {
-                "jobId": "run2",
-                "state": "FINISHED",
-                "timestamp": 3_500,
-                "lastSavepoint": None,
-                "lastCheckpoint": f"file://{tmp_path}/run2/chk-1",
-                "error": None,
-            }
+            seal(
+                {
+                    "jobId": "run2",
+                    "state": "FINISHED",
+                    "timestamp": 3_500,
+                    "lastSavepoint": None,
+                    "lastCheckpoint": f"file://{tmp_path}/run2/chk-1",
+                    "error": None,
+                },
+                KEY,
+            )
         )
     )
-    storage = Storage()
+    storage = Storage(state_key=KEY)
     latest = asyncio.run(storage.latest_checkpoint(f"file://{tmp_path}"))
     assert latest is not None
     assert (latest.path, latest.checkpoint_id, latest.all_finished) == (
@@ -139,13 +145,15 @@ def test_a_run_that_ended_on_its_own_after_a_plain_savepoint_has_no_stop_savepoi
     # write again) everything after that savepoint. Only the savepoint a run stopped with is one.
     (tmp_path / "run3").mkdir()
     ended = {"jobId": "run3", "state": "FINISHED", "lastSavepoint": "file:///sp/savepoint-run3-4"}
-    (tmp_path / "run3" / "job-result.json").write_text(json.dumps({**ended, "stopSavepoint": None}))
-    result = asyncio.run(Storage().job_result(f"file://{tmp_path}", "run3"))
+    (tmp_path / "run3" / "job-result.json").write_text(
+        json.dumps(seal({**ended, "stopSavepoint": None}, KEY))
+    )
+    result = asyncio.run(Storage(state_key=KEY).job_result(f"file://{tmp_path}", "run3"))
     assert result is not None and result.state == "FINISHED" and result.stop_savepoint is None
     (tmp_path / "run3" / "job-result.json").write_text(
-        json.dumps({**ended, "stopSavepoint": "file:///sp/s-5"})
+        json.dumps(seal({**ended, "stopSavepoint": "file:///sp/s-5"}, KEY))
     )
-    result = asyncio.run(Storage().job_result(f"file://{tmp_path}", "run3"))
+    result = asyncio.run(Storage(state_key=KEY).job_result(f"file://{tmp_path}", "run3"))
     assert result is not None and result.stop_savepoint == "file:///sp/s-5"
 
 
@@ -172,3 +180,25 @@ def test_dispose_removes_a_savepoint_directory(tmp_path: Path) -> None:
     assert asyncio.run(storage.dispose(f"file://{target}")) is True
     assert not target.exists()
     assert asyncio.run(storage.dispose(f"file://{target}")) is False
+
+
+def test_a_result_the_runs_coordinator_did_not_seal_is_not_believed(tmp_path: Path) -> None:
+    # Whoever can write to the bucket could otherwise end any run for good: the operator would take a
+    # planted FINISHED result as the run's end, delete its coordinator and never start it again.
+    (tmp_path / "run4").mkdir()
+    ended = {"jobId": "run4", "state": "FINISHED", "stopSavepoint": None, "lastCheckpoint": None}
+    result_file = tmp_path / "run4" / "job-result.json"
+    planted = {
+        "no MAC": ended,
+        "another key": seal(ended, b"another deployment's key, 32 byte"),
+        "edited after sealing": {**seal({**ended, "state": "FAILED"}, KEY), "state": "FINISHED"},
+        "another run's": seal({**ended, "jobId": "run5"}, KEY),
+    }
+    for why, document in planted.items():
+        result_file.write_text(json.dumps(document))
+        assert asyncio.run(Storage(state_key=KEY).job_result(f"file://{tmp_path}", "run4")) is None, why
+    # Without the namespace's key nothing can be believed; with it, the sealed result is.
+    result_file.write_text(json.dumps(seal(ended, KEY)))
+    assert asyncio.run(Storage().job_result(f"file://{tmp_path}", "run4")) is None
+    found = asyncio.run(Storage(state_key=KEY).job_result(f"file://{tmp_path}", "run4"))
+    assert found is not None and found.state == "FINISHED"
