@@ -6,6 +6,8 @@
 #   scripts/k8s-cluster.sh status    exit 0 if it runs
 #   scripts/k8s-cluster.sh load ARCHIVE...   import image archives (docker-archive or OCI tars)
 #   scripts/k8s-cluster.sh netns     print the name of the node's network namespace
+#   scripts/k8s-cluster.sh restart COMPONENT...   stop components (SIGTERM, as a service manager does)
+#                                    and start them again with the same settings, e.g. kubelet
 #
 # What runs: etcd, kube-apiserver (Pod Security admission on, as by default), kube-controller-manager,
 # kube-scheduler, containerd with runc, a kubelet, the CNI plugins bridge/host-local/portmap/loopback,
@@ -475,17 +477,21 @@ up() {
 
 # --- down ----------------------------------------------------------------------------------------------
 
+stop_component() { # NAME: SIGTERM, and SIGKILL if it is still there 10 s later
+    local name=$1 pid
+    [[ -f $state/pids/$name ]] || return 0
+    pid=$(cat "$state/pids/$name")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$state/pids/$name"
+}
+
 stop_all() {
-    local i name pid
+    local i
     # The node first, so that nothing restarts containers while the runtime goes.
     for ((i = ${#components[@]} - 1; i >= 0; i--)); do
-        name=${components[i]}
-        [[ -f $state/pids/$name ]] || continue
-        pid=$(cat "$state/pids/$name")
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-        kill -9 "$pid" 2>/dev/null || true
-        rm -f "$state/pids/$name"
+        stop_component "${components[i]}"
     done
     # Containers outlive containerd (their shims are their parents): end them by their cgroups.
     local cgroup
@@ -570,5 +576,20 @@ case ${1:-} in
         done
         ;;
     netns) echo "$netns" ;;
-    *) sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+    restart)
+        # What a service manager's restart does to one component: the rest of the cluster, and the
+        # containers (children of their shims, not of containerd or the kubelet), keep running.
+        shift
+        need_root
+        (($#)) || die "restart: name components: ${components[*]}"
+        running kube-apiserver || die "restart: the cluster is not up"
+        for name in "$@"; do
+            [[ " ${components[*]} " == *" $name "* ]] || die "restart: $name is none of: ${components[*]}"
+        done
+        for name in "$@"; do
+            stop_component "$name"
+        done
+        up >/dev/null
+        ;;
+    *) sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

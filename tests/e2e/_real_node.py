@@ -15,21 +15,27 @@ when the session began (`scripts/k8s-cluster.sh up` by hand): then it is left as
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from e2e._chart_operator import ChartOperator
+from e2e._cluster import E2ECluster
+from e2e._storage import E2EStorage
 from testkit.kube import REPO_ROOT, KubeEnv, k8s_bin_dir
 
 CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "k8s-cluster.sh"
 IMAGE_SCRIPT = REPO_ROOT / "scripts" / "build-image.sh"
 IMAGE = "sluice:dev"
+RELEASE = "sluice"
 NODE_IP = "10.250.0.2"
 S3_PORT = 9000
 """A port of the node's network namespace, where nothing else listens."""
@@ -45,6 +51,11 @@ class RealNode:
     def in_node(self, *argv: str) -> list[str]:
         """`argv` run in the node's network namespace (where the pods' addresses are routed)."""
         return ["nsenter", f"--net=/run/netns/{self.netns}", "--", *argv]
+
+    def restart(self, *components: str) -> None:
+        """Restart node components (`kubelet`, `containerd`, `kube-apiserver`, ...) as a service manager
+        would: SIGTERM, then the same command again; everything else, containers included, runs on."""
+        _run([str(CLUSTER_SCRIPT), "restart", *components], f"restarting {components}", timeout=300)
 
 
 def _run(argv: list[str], what: str, timeout: float) -> str:
@@ -116,3 +127,23 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
             server.wait(timeout=30)
         if not was_up and os.environ.get("SLUICE_KEEP_CLUSTER") != "1":
             subprocess.run([str(CLUSTER_SCRIPT), "down"], check=False, timeout=300)
+
+
+@contextlib.contextmanager
+def restricted_release(node: RealNode) -> Iterator[E2ECluster]:
+    """The chart installed into a fresh namespace that enforces the `restricted` Pod Security level, with
+    a bucket of its own; the operator is not started (`.operator.start()` runs `helm install`)."""
+    kube = node.kube
+    namespace = f"node-{uuid.uuid4().hex[:6]}"
+    kube.kubectl("create", "namespace", namespace)
+    kube.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    storage = E2EStorage(node.s3_endpoint, f"node-{uuid.uuid4().hex[:12]}")
+    storage.filesystem().mkdir(storage.bucket)
+    chart = ChartOperator(kube, storage, namespace, RELEASE, cluster_wide=False)
+    cluster = E2ECluster(kube, None, chart, storage, namespace)
+    try:
+        yield cluster
+    finally:
+        cluster.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
+        chart.stop()
+        kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)

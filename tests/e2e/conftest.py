@@ -15,6 +15,7 @@ import pytest
 from e2e._chart_operator import ChartOperator
 from e2e._cluster import E2ECluster
 from e2e._operator import NAMESPACE_PREFIX, LocalOperator, Operator
+from e2e._real_node import real_node  # noqa: F401  (one session fixture for every real-node module)
 from e2e._storage import E2EStorage, external_endpoint
 from testkit.kube import KubeEnv
 from testkit.kubelet import ProcessKubelet

@@ -18,19 +18,17 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from e2e._chart_operator import ChartOperator
 from e2e._cluster import EXAMPLES, JOB_LABEL, REST_PORT, E2ECluster
 from e2e._operator import free_port
 from e2e._outputs import assert_unbounded_exactly_once
-from e2e._real_node import RealNode, real_node  # noqa: F401  (the session fixture)
-from e2e._storage import E2EStorage
+from e2e._real_node import RELEASE, RealNode
+from e2e._real_node import restricted_release as node_release
 from testkit.outputs import assert_same_output, read_output, w1_reference
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
 BOUNDED = EXAMPLES / "streamjob-bounded.yaml"
 UNBOUNDED = EXAMPLES / "streamjob.yaml"
-RELEASE = "sluice"
 DNS_SERVICE = "10.96.0.10"
 DRIVER_PORT = 7078
 """spark.driver.port of every coordinator (the operator sets it)."""
@@ -62,22 +60,9 @@ for target in sys.argv[1:]:
 
 
 @pytest.fixture
-def restricted_release(real_node: RealNode) -> Iterator[E2ECluster]:  # noqa: F811
-    """The chart installed into a fresh namespace that enforces the `restricted` Pod Security level."""
-    kube = real_node.kube
-    namespace = f"node-{uuid.uuid4().hex[:6]}"
-    kube.kubectl("create", "namespace", namespace)
-    kube.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
-    storage = E2EStorage(real_node.s3_endpoint, f"node-{uuid.uuid4().hex[:12]}")
-    storage.filesystem().mkdir(storage.bucket)
-    chart = ChartOperator(kube, storage, namespace, RELEASE, cluster_wide=False)
-    cluster = E2ECluster(kube, None, chart, storage, namespace)
-    try:
+def restricted_release(real_node: RealNode) -> Iterator[E2ECluster]:
+    with node_release(real_node) as cluster:
         yield cluster
-    finally:
-        cluster.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
-        chart.stop()
-        kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
 # func_only: the session fixture's first, cold set-up (binaries, base, image: tens of minutes on 2
@@ -154,7 +139,7 @@ def _connect_from(
 @pytest.mark.timeout(900, func_only=True)
 def test_network_policies_dashboard_port_forward_and_drain_on_a_real_node(
     restricted_release: E2ECluster,
-    real_node: RealNode,  # noqa: F811
+    real_node: RealNode,
 ) -> None:
     e2e = restricted_release
     e2e.operator.start()

@@ -2,9 +2,9 @@
 
 The jars come from Maven Central through ``scripts/kafka-jars.sh`` (cached under ``.cache/kafka/``). The
 node's storage is formatted with ``kafka.tools.StorageTool`` and the server runs as ``kafka.Kafka
-server.properties`` under Java 17, listening on 127.0.0.1 only, in a temporary directory deleted at the
-end. Internal topics have one partition and one replica so the first transactional producer and the
-first consumer group do not wait for fifty partitions to be created.
+server.properties`` under Java 17, listening on 127.0.0.1 only (or on the one address it is given), in a
+temporary directory deleted at the end. Internal topics have one partition and one replica so the first
+transactional producer and the first consumer group do not wait for fifty partitions to be created.
 """
 
 from __future__ import annotations
@@ -61,12 +61,16 @@ class KafkaBroker:
     base_dir: Path
     port: int = field(default_factory=free_loopback_port)
     controller_port: int = field(default_factory=free_loopback_port)
+    host: str = "127.0.0.1"
+    """The address it listens on and advertises."""
+    launcher: tuple[str, ...] = ()
+    """A command the server runs under, such as nsenter into a network namespace that has `host`."""
     process: subprocess.Popen[bytes] | None = None
     _admin: AdminClient | None = None
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_file(self) -> Path:
@@ -84,9 +88,9 @@ class KafkaBroker:
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -116,7 +120,9 @@ class KafkaBroker:
             raise RuntimeError(f"kafka StorageTool format failed:\n{fmt.stdout}{fmt.stderr}")
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(
-                self._java("kafka.Kafka", str(config)), stdout=log, stderr=subprocess.STDOUT
+                [*self.launcher, *self._java("kafka.Kafka", str(config))],
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         self._wait_ready()
 
@@ -128,7 +134,7 @@ class KafkaBroker:
                 raise RuntimeError(f"the Kafka broker exited ({self.process.returncode}):\n{self.log()}")
             try:
                 # A client would log every refused connection; the port answers before metadata does.
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.host, self.port), timeout=1).close()
                 metadata = self.admin().list_topics(timeout=2)
                 if metadata.brokers:
                     return
