@@ -40,7 +40,9 @@ def _received(writer: RecordWriter) -> list[list[tuple[Any, int | None]]]:
         pairs: list[tuple[Any, int | None]] = []
         for batch in buffer.outbox:
             assert isinstance(batch, RecordBatch)
-            stamps = batch.timestamps or [None] * len(batch.values)
+            stamps: list[int | None] = (
+                list(batch.timestamps) if batch.timestamps is not None else [None] * len(batch.values)
+            )
             pairs.extend(zip(batch.values, stamps, strict=True))
         per_channel.append(pairs)
     return per_channel
