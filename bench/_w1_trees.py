@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import resource
 import subprocess
 import time
 from collections.abc import Iterator
@@ -45,8 +46,17 @@ def worktrees(commits: dict[str, str], work: Path) -> Iterator[dict[str, Path]]:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
 
 
+def _reaped_cpu_s() -> float:
+    """CPU seconds of this process's descendants that have ended and were waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_w1(n: int, work: Path, label: str, tree: Path | None, *extra: str) -> dict[str, Any]:
-    """One W1 run on `tree`'s runtime (None: this checkout's); events/s and TaskManager CPU seconds."""
+    """One W1 run on `tree`'s runtime (None: this checkout's): events/s, TaskManager CPU seconds (sampled
+    while they run) and `tree_cpu_s`, the CPU seconds of the whole run as the kernel counted them: the
+    coordinator, its TaskManagers and their compaction processes (each waited for by its parent)."""
+    reaped_before = _reaped_cpu_s()
     run = work / f"{label.replace(' ', '')}-{time.monotonic_ns()}"
     out, chk = run / "out", run / "chk"
     options = [
@@ -61,4 +71,8 @@ def run_w1(n: int, work: Path, label: str, tree: Path | None, *extra: str) -> di
     started_ms = job.get("/v1/job")["startTime"]
     job.wait(1200)
     ended_ms = json.loads((chk / "w1" / "job-result.json").read_text())["timestamp"]
-    return {"events_per_s": n / ((ended_ms - started_ms) / 1000), "cpu_s": sum(job.cpu.values())}
+    return {
+        "events_per_s": n / ((ended_ms - started_ms) / 1000),
+        "cpu_s": sum(job.cpu.values()),
+        "tree_cpu_s": _reaped_cpu_s() - reaped_before,
+    }

@@ -10,6 +10,10 @@ for Sluice from the coordinator's start of the job to its result (TaskManager st
 run a fresh `sluice run` process), for Structured Streaming from the query's start() to the end of
 awaitTermination() (SparkSession start-up excluded; shown apart). Medians; each run is listed below.
 
+A row "Tight loop, one core x2" (issue 30) is W1's own functions applied record by record in a plain
+Python loop (bench/_tight_loop.py), in a fresh interpreter interleaved with the other runs, its rate
+doubled: what two cores would do with no engine; the table says what share of it each Sluice host reaches.
+
 Table 2 (issue 4): the Spark host against the process host (bench/_spark_host.py): processing rate
 once records flow, on `--spark-n` events, time to first record cold (new process) and warm (a running
 driver), peak memory per TaskManager.
@@ -22,6 +26,8 @@ import collections
 import json
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +38,8 @@ from _structured_streaming import expected_windows, run_w1_structured_streaming
 
 W1 = REPO / "examples" / "w1_window_counts.py"
 TARGET_RATIO = 3.0
+TIGHT_LOOP = "Tight loop, one core x2"
+TARGET_OF_TIGHT_LOOP = 0.6
 
 
 def _all_windows(out: Path, n: int) -> bool:
@@ -82,6 +90,28 @@ def run_sluice(n: int, work: Path, host: str) -> dict[str, Any]:
     }
 
 
+def run_tight_loop(n: int) -> dict[str, Any]:
+    """W1's functions in a plain loop (bench/_tight_loop.py) in a fresh interpreter, its rate doubled:
+    the figure two cores would reach with no engine at all."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("_tight_loop.py")), "--n", str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    loop = json.loads(done.stdout)
+    return {
+        "engine": TIGHT_LOOP,
+        "events_per_s": 2 * loop["events_per_s"],
+        "job_s": loop["loop_s"] / 2,
+        "wall_s": loop["loop_s"] / 2,
+        "cpu_s": loop["cpu_s"],
+        "peak_rss_per_tm": 0,
+        "all_windows": loop["windows"] == len(expected_windows(n)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2_000_000)
@@ -96,6 +126,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for host in args.hosts.split(","):
                 runs[f"Sluice, {host} host"].append(run_sluice(args.n, work, host))
+            runs[TIGHT_LOOP].append(run_tight_loop(args.n))
             ss = run_w1_structured_streaming(args.n, work / "ss")
             runs["Spark Structured Streaming"].append(
                 {
@@ -122,13 +153,25 @@ def main() -> None:
         job_s, wall_s, cpu_s = (
             statistics.median(r[k] for r in samples) for k in ("job_s", "wall_s", "cpu_s")
         )
-        peak = max(r["peak_rss_per_tm"] for r in samples) / 2**20
+        peak_bytes = max(r["peak_rss_per_tm"] for r in samples)
+        peak = f"{peak_bytes / 2**20:.0f} MiB" if peak_bytes else "-"
         complete = all(r["all_windows"] for r in samples)
         print(
             f"| {engine} | {rate:,.0f} | {rate / peer:.2f}x | {job_s:.2f} | {wall_s:.2f} | {cpu_s:.2f} "
-            f"| {peak:.0f} MiB | {complete} |"
+            f"| {peak} | {complete} |"
         )
     print(f"\nTarget: Sluice >= {TARGET_RATIO:.0f}x Structured Streaming events/s, < 1 GiB per TaskManager.")
+    loop = statistics.median(r["events_per_s"] for r in runs[TIGHT_LOOP])
+    for engine in [e for e in runs if e.startswith("Sluice")]:
+        share = statistics.median(r["events_per_s"] for r in runs[engine]) / loop
+        print(
+            f"{engine}: {share:.0%} of the tight loop on two cores (target: process host >= "
+            f"{TARGET_OF_TIGHT_LOOP:.0%})."
+        )
+    print(
+        f"{TIGHT_LOOP}: W1's own functions record by record in one plain Python loop (bench/_tight_loop.py), "
+        "no engine, its rate doubled; its CPU s is the loop's, its every-window check counts the windows."
+    )
     print("Structured Streaming's peak RSS is its whole driver + JVM (it has no separate TaskManagers).")
     for note in {r.get("note") for r in runs["Spark Structured Streaming"]} - {None}:
         print(f"Structured Streaming: {note}.")

@@ -22,6 +22,7 @@ import cloudpickle
 from sluice._states import SubtaskState
 from sluice.checkpoint.restore import Share, restored_share
 from sluice.checkpoint.storage import read_pinned_metadata
+from sluice.engine._collector import tune_for_records
 from sluice.engine._pulse import Pulse
 from sluice.engine.chain import OperatorChain
 from sluice.engine.channels import InputChannel, InputGate, LocalOutputChannel, OutputChannel
@@ -300,6 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     # print a KeyboardInterrupt traceback per TaskManager and fail the attempt under the cancel.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     launch = TaskManagerLaunch.from_json(sys.stdin.readline())
+    tune_for_records()
     profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
     if profile_dir:
         # Developer aid: one cProfile dump per TaskManager, for `python -m pstats`.

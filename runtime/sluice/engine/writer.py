@@ -8,6 +8,7 @@ end of data) first seals the records buffered before it, so per-channel order is
 from __future__ import annotations
 
 from itertools import compress
+from operator import not_
 from typing import Any
 
 from sluice.engine._task_metrics import WaitClock
@@ -17,6 +18,13 @@ from sluice.graph.transformations import Partitioning, PartitionKind
 from sluice.state.keygroups import INT_HASH_FACTOR, MASK64, channel_table, stable_hash
 
 BATCH_SIZE = 1024
+
+KEY_CACHE_LIMIT = 1 << 16
+"""Keys whose channel a writer remembers; past that many distinct keys it hashes every record."""
+
+_CACHED_KEY_TYPES = frozenset((int, str))
+"""Keys cached by value: equal ints, and equal strs, always hash alike (sluice.state.keygroups). Other
+types go through `stable_hash` each time, whatever their own `__eq__` and `__hash__` say."""
 
 
 class _ChannelBuffer:
@@ -57,7 +65,11 @@ class RecordWriter:
     """Writes to the channels of one outgoing edge."""
 
     def __init__(
-        self, partitioning: Partitioning, channels: list[OutputChannel], max_parallelism: int
+        self,
+        partitioning: Partitioning,
+        channels: list[OutputChannel],
+        max_parallelism: int,
+        key_cache_limit: int = KEY_CACHE_LIMIT,
     ) -> None:
         self.partitioning = partitioning
         self.buffers = [_ChannelBuffer(c) for c in channels]
@@ -65,6 +77,10 @@ class RecordWriter:
         self._table = channel_table(max_parallelism, len(channels))
         self._max_parallelism = max_parallelism
         self._round_robin = 0
+        # Hashing a key costs more than the rest of partitioning its record; most jobs see the same keys
+        # again and again, so a key's channel is remembered (hash partitioning only).
+        self._channels_of: dict[Any, int] | None = {} if partitioning.kind is PartitionKind.HASH else None
+        self._key_cache_limit = key_cache_limit
 
     def emit(self, values: list[Any], timestamps: list[int] | None) -> None:
         kind = self.partitioning.kind
@@ -82,35 +98,51 @@ class RecordWriter:
             self._round_robin = (self._round_robin + 1) % len(buffers)
 
     def _emit_hashed(self, values: list[Any], timestamps: list[int] | None) -> None:
-        key_of, table, mp, hash_of = self._key, self._table, self._max_parallelism, stable_hash
-        factor, mask64 = INT_HASH_FACTOR, MASK64
+        key_of = self._key
         assert key_of is not None
-        keys = [key_of(v) for v in values]
-        # The int case of stable_hash inlined: most keys are ints and this loop runs once per record.
-        targets = [
-            table[((((k * factor) & mask64) >> 32) if type(k) is int else hash_of(k)) % mp] for k in keys
-        ]
+        targets = self._targets([key_of(v) for v in values])
         if len(self.buffers) == 2:
-            mask = [t == 0 for t in targets]
-            first = list(compress(values, mask))
-            inverse = [not m for m in mask]
-            second = list(compress(values, inverse))
-            if timestamps is None:
-                if first:
-                    self.buffers[0].add(first, None)
-                if second:
-                    self.buffers[1].add(second, None)
-            else:
-                if first:
-                    self.buffers[0].add(first, list(compress(timestamps, mask)))
-                if second:
-                    self.buffers[1].add(second, list(compress(timestamps, inverse)))
+            # The channel numbers are the masks: 1 picks the second channel's records, not 1 the first's.
+            inverse = list(map(not_, targets))
+            for buffer, mask in ((self.buffers[0], inverse), (self.buffers[1], targets)):
+                chosen = list(compress(values, mask))
+                if chosen:
+                    buffer.add(chosen, None if timestamps is None else list(compress(timestamps, mask)))
             return
         for index, buffer in enumerate(self.buffers):
             mask = [t == index for t in targets]
             chosen = list(compress(values, mask))
             if chosen:
                 buffer.add(chosen, None if timestamps is None else list(compress(timestamps, mask)))
+
+    def _targets(self, keys: list[Any]) -> list[int]:
+        """The channel of each key: from the cache of keys seen before where it can, else hashed."""
+        cache = self._channels_of
+        if cache is not None and set(map(type, keys)) <= _CACHED_KEY_TYPES:
+            try:
+                return list(map(cache.__getitem__, keys))
+            except KeyError:
+                pass
+            missing = set(keys).difference(cache)
+            if len(cache) + len(missing) <= self._key_cache_limit:
+                for key in missing:
+                    cache[key] = self._channel_of(key)
+                return list(map(cache.__getitem__, keys))
+            # More distinct keys than the cache holds: hashing each record again is cheaper than a cache
+            # that keeps missing, and memory stays bounded.
+            self._channels_of = None
+        table, mp, hash_of, factor, mask64 = (
+            self._table,
+            self._max_parallelism,
+            stable_hash,
+            INT_HASH_FACTOR,
+            MASK64,
+        )
+        # The int case of stable_hash inlined: most keys are ints and this loop runs once per record.
+        return [table[((((k * factor) & mask64) >> 32) if type(k) is int else hash_of(k)) % mp] for k in keys]
+
+    def _channel_of(self, key: Any) -> int:
+        return self._table[stable_hash(key) % self._max_parallelism]
 
     def broadcast_event(self, event: Event) -> None:
         for buffer in self.buffers:

@@ -8,6 +8,9 @@ restart. Importing them here once makes a worker start as a plain fork.
 Neither import starts a thread (PySpark's daemon must not fork a process that has threads); pandas and
 pyarrow, which do, are not imported by either.
 
+Spark's own zips of PySpark and Py4J come off the path first (`_worker_path.py`): PySpark is then
+imported from its installed package, with its compiled bytecode, and forked workers never read the zips.
+
 The imported modules' objects are then frozen out of the cyclic garbage collector: a TaskManager's
 collections do not walk them again and again, and do not write to (and so copy) the pages it shares
 with the daemon.
@@ -16,14 +19,24 @@ with the daemon.
 from __future__ import annotations
 
 import gc
+import sys
 
-import pyspark.worker  # noqa: F401
-from pyspark.daemon import manager
+from sluice.hosts.spark._worker_path import drop_spark_zips
 
-import sluice.engine.taskmanager
-import sluice.hosts.spark._task  # noqa: F401
 
-if __name__ == "__main__":
+def main() -> None:
+    drop_spark_zips(sys.path, sys.path_importer_cache)
+    # Imported here, after the zips are gone, and before the first fork.
+    import pyspark.worker  # noqa: F401
+    from pyspark.daemon import manager
+
+    import sluice.engine.taskmanager
+    import sluice.hosts.spark._task  # noqa: F401
+
     gc.collect()
     gc.freeze()
     manager()
+
+
+if __name__ == "__main__":
+    main()

@@ -57,8 +57,12 @@ def run_barrier_task_sealed(
 def _run(launch: TaskManagerLaunch, default_bind_host: str) -> Iterator[int]:
     from pyspark import BarrierTaskContext
 
+    from sluice.engine._collector import tune_for_records
     from sluice.engine.taskmanager import run_taskmanager
 
+    # This Python worker was forked for this one task and ends with it (spark.python.worker.reuse=false):
+    # the TaskManager's collector settings are its own.
+    tune_for_records()
     index = BarrierTaskContext.get().partitionId()
     coordinator = launch.coordinator
     code = run_taskmanager(launch, index, taskmanager_bind_host(default_bind_host))

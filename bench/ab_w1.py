@@ -1,0 +1,74 @@
+"""W1 on two commits side by side: what a change to the engine costs or saves, in CPU seconds too.
+
+    .venv/bin/python bench/ab_w1.py --baseline REF [--candidate REF] [--n 2000000] [--repeat 5]
+
+Runs W1 (examples/w1_window_counts.py, parallelism 2, process host, checkpoints every second) on two
+commits, each from a temporary git worktree, interleaved `--repeat` times (the order alternates). Per
+variant it prints the medians of: events/s over the coordinator's job time; the CPU seconds of the
+TaskManagers (sampled while they run); the CPU seconds of the whole run as the kernel counted them
+(coordinator, TaskManagers and their compaction processes); each with its ratio to the baseline.
+
+On a machine shared with other work the events/s of two runs of one commit can differ by a factor of
+two; CPU seconds move much less with the load, so they are the figure to judge a change by there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _harness import environment_note
+from _w1_trees import git, run_w1, worktrees
+
+FIGURES = (("events_per_s", "events/s"), ("cpu_s", "TaskManager CPU s"), ("tree_cpu_s", "whole run CPU s"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", required=True, help="git ref to compare against")
+    parser.add_argument("--candidate", default="HEAD", help="git ref with the change (default HEAD)")
+    parser.add_argument("--n", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    commits = {
+        "baseline": git("rev-parse", "--short", args.baseline),
+        "candidate": git("rev-parse", "--short", args.candidate),
+    }
+    work = Path(tempfile.mkdtemp(prefix="sluice-ab-"))
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in commits}
+    print(
+        f"# W1, {commits['baseline']} against {commits['candidate']}, n = {args.n:,} ({environment_note()})\n"
+    )
+    try:
+        with worktrees(commits, work) as trees:
+            order = list(commits)
+            for r in range(args.repeat):
+                for variant in order if r % 2 == 0 else order[::-1]:
+                    runs[variant].append(run_w1(args.n, work, variant, trees[variant]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    medians = {v: {k: statistics.median(r[k] for r in runs[v]) for k, _ in FIGURES} for v in commits}
+    print("| variant | commit | " + " | ".join(f"{title} (median) | ratio" for _, title in FIGURES) + " |")
+    print("|---|---|" + "---|---|" * len(FIGURES))
+    for variant, commit in commits.items():
+        cells = [
+            f"{medians[variant][k]:,.2f} | {medians[variant][k] / medians['baseline'][k]:.3f}x"
+            for k, _ in FIGURES
+        ]
+        print(f"| {variant} | {commit} | " + " | ".join(cells) + " |")
+    print("\nEach run (events/s, TaskManager CPU s, whole run CPU s):")
+    for variant, samples in runs.items():
+        print(
+            f"- {variant}: "
+            + ", ".join(
+                f"{r['events_per_s']:,.0f} ({r['cpu_s']:.2f}, {r['tree_cpu_s']:.2f})" for r in samples
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
