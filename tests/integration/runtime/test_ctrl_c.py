@@ -56,10 +56,11 @@ def test_sigint_stops_a_run_that_inherited_it_ignored(tmp_path: Path) -> None:
     ignored. `kill -INT` sent while the job is still starting must stop it all the same: before the
     job runs it ends the start (exit 130, nothing stored), once it runs it cancels the job (exit 1)."""
     job = subprocess.Popen(
-        [*SLUICE, "run", str(REPO / "examples" / "unbounded_counts.py"), "--arg", f"out={tmp_path / 'out'}",
+        # `trap "" INT` is how a shell ignores SIGINT, and exec hands that on as the shell does for `&`.
+        ["sh", "-c", 'trap "" INT; exec "$@"', "sh",
+         *SLUICE, "run", str(REPO / "examples" / "unbounded_counts.py"), "--arg", f"out={tmp_path / 'out'}",
          "--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--host", "processes", "--rest-port", "0"],
         cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     try:
         assert job.stderr is not None
