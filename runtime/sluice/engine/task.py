@@ -25,6 +25,7 @@ from sluice._states import SubtaskState
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.storage import write_state_file
 from sluice.engine._alignment import AlignmentResult, BarrierAligner, BarrierTiming
+from sluice.engine._failure_context import failure_context
 from sluice.engine._rate import TokenBucket
 from sluice.engine._watermarks import WatermarkValve
 from sluice.engine.chain import OperatorAck, OperatorChain
@@ -176,9 +177,13 @@ class StreamTask:
         except Exception as err:
             with contextlib.suppress(Exception):
                 self.chain.close()
-            self._state(
-                SubtaskState.FAILED, error=f"{type(err).__name__}: {err}", trace=traceback.format_exc()
-            )
+            self._state(SubtaskState.FAILED, error=self._failure_text(err), trace=traceback.format_exc())
+
+    def _failure_text(self, error: Exception) -> str:
+        """The error, and where it came from: the operator, the subtask, the record or batch."""
+        names = {spec.uid: spec.name for spec in self.vertex.operators}
+        where = failure_context(error, self.chain.operators, names, self.subtask_index, self)
+        return f"{type(error).__name__}: {error} ({where.describe()})"
 
     async def _finished_on_restore(self) -> None:
         # Every operator of this chain finished before the checkpoint: nothing runs again; downstream
