@@ -132,5 +132,17 @@ def _position(error: BaseException, frame: FrameType, channel: int | None) -> st
         return f"a batch of {len(values)} records{source}"
     split = local.get("split_id")
     if isinstance(split, int) and frame.f_code.co_name == "_poll":
-        return f"reading split {split}"
+        return f"reading split {split}{_split_position(local.get('self'), split)}"
     return None
+
+
+def _split_position(source_operator: object, split: int) -> str:
+    """Where the split's reader stands now, after the read that failed (the position a checkpoint would
+    store, so for a log the offset after the records it had read): the failing read is at or before it."""
+    reader = getattr(source_operator, "_readers", {}).get(split)
+    if reader is None:
+        return ""
+    try:
+        return f", its reader now at {capped_repr(reader.position())}"
+    except Exception:  # the reader that just failed may not know its position either
+        return ""

@@ -175,9 +175,10 @@ class StreamTask:
                 self.chain.close()
             raise
         except Exception as err:
+            error = self._failure_text(err)  # before close(): a source's readers still say where they were
             with contextlib.suppress(Exception):
                 self.chain.close()
-            self._state(SubtaskState.FAILED, error=self._failure_text(err), trace=traceback.format_exc())
+            self._state(SubtaskState.FAILED, error=error, trace=traceback.format_exc())
 
     def _failure_text(self, error: Exception) -> str:
         """The error, and where it came from: the operator, the subtask, the record or batch."""

@@ -12,7 +12,7 @@ import sluice
 import sluice.connectors
 from sluice.connectors import SequenceSource
 from sluice.engine._failure_context import RECORD_REPR_LIMIT
-from sluice.testing import CollectingSink, run_job
+from sluice.testing import CollectingSink, FailingSource, run_job
 
 NO_RESTARTS = ("--max-restarts", "0")
 
@@ -128,3 +128,17 @@ def test_a_sink_that_raises_names_the_batch_it_was_writing() -> None:
     error = _failure(build)
     assert error.startswith("ConnectionError: the database went away (in operator 'db', subtask 0: "), error
     assert re.search(r"a batch of \d+ records from input channel 0\)$", error), error
+
+
+def test_a_source_that_fails_to_read_names_its_split_and_where_it_stood() -> None:
+    def build(env: sluice.StreamEnvironment) -> None:
+        source = FailingSource(SequenceSource(0, 100), fail_on=lambda i: i == 50)
+        env.from_source(source, uid="numbers").sink_to(CollectingSink(), uid="sink")
+
+    error = _failure(build)
+    assert error.startswith("InjectedFailure: FailingSource: injected failure at record 50 "), error
+    # SequenceSource reads its split in one go: the read that failed had taken the whole split.
+    assert error.endswith(
+        "(in operator 'numbers', subtask 0: reading split 0, its reader now at "
+        "SequenceSplit(split_id=0, next=100, end=100))"
+    ), error
