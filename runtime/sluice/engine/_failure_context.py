@@ -20,16 +20,20 @@ import operator
 import reprlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from types import FrameType, TracebackType
-from typing import Any
+from types import CodeType, FrameType, TracebackType
+from typing import Any, Protocol
 
+from sluice.checkpoint.read_failures import is_storage_read_failure
+from sluice.engine.chain import OperatorChain
 from sluice.engine.operators.base import StreamOperator
+from sluice.graph.jobgraph import JobVertex
 
 RECORD_REPR_LIMIT = 160
 """A failure report is logged, stored in the exception history and shown on the dashboard: a record's
 repr is cut to this many characters (a record may be a whole document)."""
 
 _MARK = "_sluice_failed_record"
+_CHAIN_OPEN = OperatorChain.open.__code__  # restores every operator's state, then opens it
 _REPR = reprlib.Repr()
 _REPR.maxstring = 80
 _REPR.maxother = 80
@@ -94,6 +98,10 @@ def _frames(trace: TracebackType | None) -> list[FrameType]:
     return frames
 
 
+def _codes(trace: TracebackType | None) -> set[CodeType]:
+    return {frame.f_code for frame in _frames(trace)}
+
+
 def failure_context(
     error: BaseException,
     operators: Sequence[StreamOperator],
@@ -119,6 +127,23 @@ def failure_context(
     # A chained operator's batch is what its predecessor made of the channel's: not the channel's own.
     from_channel = channel if op is operators[0] else None
     return FailureContext(op.uid, names.get(op.uid), subtask, _position(error, frame, from_channel))
+
+
+class FailedTask(Protocol):
+    chain: OperatorChain
+    vertex: JobVertex
+    subtask_index: int
+
+
+def failure_report(error: BaseException, task: FailedTask) -> tuple[str, bool | None]:
+    """What a failed subtask reports: the error and where it came from (see `failure_context`), and
+    True when it is the store failing while the chain read the state it restores (the job suspends:
+    `sluice.checkpoint.read_failures`)."""
+    names = {spec.uid: spec.name for spec in task.vertex.operators}
+    where = failure_context(error, task.chain.operators, names, task.subtask_index, task)
+    restoring = _CHAIN_OPEN in _codes(error.__traceback__)
+    storage = restoring and is_storage_read_failure(error)
+    return f"{type(error).__name__}: {error} ({where.describe()})", storage or None
 
 
 def _position(error: BaseException, frame: FrameType, channel: int | None) -> str | None:
