@@ -24,6 +24,7 @@ from types import CodeType, FrameType, TracebackType
 from typing import Any, Protocol
 
 from sluice.checkpoint.read_failures import is_storage_read_failure
+from sluice.engine._unpicklable import UnpicklableRecord
 from sluice.engine.chain import OperatorChain
 from sluice.engine.operators.base import StreamOperator
 from sluice.graph.jobgraph import JobVertex
@@ -121,6 +122,10 @@ def failure_context(
             channel = frame.f_locals.get("channel")
         elif owner is not None and id(owner) in chain:
             innermost = (chain[id(owner)], frame)
+    if innermost is None and isinstance(error, UnpicklableRecord) and operators:
+        # Sent by the task, not inside an operator: the last operator of the chain emitted it.
+        tail = operators[-1]
+        return FailureContext(tail.uid, names.get(tail.uid), subtask, "a record it emitted")
     if innermost is None:
         return FailureContext(None, None, subtask, None)
     op, frame = innermost
