@@ -43,13 +43,13 @@ TARGET_OF_TIGHT_LOOP = 0.6
 
 
 def _all_windows(out: Path, n: int) -> bool:
-    emitted: collections.Counter[tuple[int, int, int]] = collections.Counter()
+    emitted: collections.Counter[tuple[int, int, int, int]] = collections.Counter()
     for part in out.glob("part-*"):
         for line in part.read_text().splitlines():
-            k, c, s = json.loads(line)
-            emitted[(k, c, s)] += 1
-    expected: collections.Counter[tuple[int, int, int]] = collections.Counter(
-        (k, c, s) for (k, _), (c, s) in expected_windows(n).items()
+            k, start, c, s = json.loads(line)
+            emitted[(k, start, c, s)] += 1
+    expected: collections.Counter[tuple[int, int, int, int]] = collections.Counter(
+        (k, start, c, s) for (k, start), (c, s) in expected_windows(n).items()
     )
     return emitted == expected
 

@@ -41,6 +41,7 @@ from sluice.hosts.base import HostSetupError
 from sluice.hosts.selection import make_host
 
 EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # what a shell reports for a command that SIGINT ended
 
 
 class UsageError(Exception):
@@ -170,6 +171,10 @@ def exit_code(state: str) -> int:
 
 
 def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
+    # A shell without job control (a script's `sluice run ... &`) starts a command with SIGINT ignored,
+    # and Python keeps an inherited SIG_IGN: a SIGINT before the job's own handler is in place (while
+    # Spark starts, say) would be lost. Until then SIGINT interrupts the start, as in a terminal.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -203,6 +208,8 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     except FormatError as err:
         _say(f"error: {err}; the job ended, but how is unreadable: not running it again")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        return _interrupted_before_start()
     job = JobMaster(graph, config, hosting.host)
     job.on_restore = lambda restored: _say(f"job {config.job_id}: {restored.describe()}")
     try:
@@ -210,12 +217,20 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     except (RestoreRefused, FileNotFoundError, IntegrityError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Only before _run put its own handler in place: from then on SIGINT cancels the job.
+        return _interrupted_before_start()
     finally:
         hosting.close()
     _say(run_summary(graph, job_view(job), time.monotonic() - started))
     failure = job.restore_failure.reason if job.restore_failure is not None else None
     _say(ending(result, restore_failure=failure))
     return exit_code(result.state)
+
+
+def _interrupted_before_start() -> int:
+    _say("interrupted (SIGINT) before the job ran: nothing ran and nothing was stored")
+    return EXIT_INTERRUPTED
 
 
 def ending(result: JobResult, restore_failure: str | None = None) -> str:

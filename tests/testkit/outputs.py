@@ -31,13 +31,14 @@ def hidden_files(uri: str) -> list[str]:
 
 
 def w1_reference(n: int) -> collections.Counter[str]:
-    """W1 computed directly: per key and 1 s window of i // 10 ms, (key, count, sum of i % 100)."""
+    """W1 computed directly: per key and 1 s window of i // 10 ms, (key, window start ms, count, sum of
+    i % 100)."""
     acc: dict[tuple[int, int], tuple[int, int]] = {}
     for i in range(n):
         key, window = (i * 7919) % 1000, (i // 10) // 1000
         count, total = acc.get((key, window), (0, 0))
         acc[(key, window)] = (count + 1, total + i % 100)
-    return collections.Counter(json.dumps([k, c, s]) for (k, _), (c, s) in acc.items())
+    return collections.Counter(json.dumps([k, w * 1000, c, s]) for (k, w), (c, s) in acc.items())
 
 
 def keyed_window_reference(

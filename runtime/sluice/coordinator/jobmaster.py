@@ -492,7 +492,10 @@ class JobMaster:
                 )
             else:
                 self._failures.task_failed(name, message.error, message.trace)
-            self._fail_attempt(f"task {name} failed: {message.error}")
+            reason = f"task {name} failed: {message.error}"
+            # The store failed under a TaskManager's restore: as when the coordinator cannot read the
+            # checkpoint, restarts retry it and, once they are used up, the job suspends.
+            self._fail_attempt(reason, RestoreFailed(reason) if message.storage else None)
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
             self.checkpoints.on_task_finished(subtask)
@@ -508,10 +511,10 @@ class JobMaster:
             lost = link.lost_reason or f"lost the connection to TaskManager {link.index} (pid {link.pid})"
             self._fail_attempt(lost)
 
-    def _fail_attempt(self, reason: str) -> None:
+    def _fail_attempt(self, reason: str, failure: AttemptFailed | None = None) -> None:
         if self._failing is None:
             self._failing = reason
-        self._events.put_nowait(AttemptFailed(reason))
+        self._events.put_nowait(failure or AttemptFailed(reason))
 
     # -- operations ---------------------------------------------------------------------------------
 

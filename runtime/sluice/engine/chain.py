@@ -8,6 +8,7 @@ from typing import Any
 
 from sluice.checkpoint.restore import FullyFinished, Share
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.engine._unpicklable import PICKLING_ERRORS, unpicklable_state
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.events import MAX_WATERMARK, Event, Watermark, WatermarkStatus
 from sluice.engine.operators.base import StreamOperator
@@ -163,7 +164,10 @@ class OperatorChain:
             if snap is not None and snap.deferred is not None:
                 write = snap.deferred.plan(checkpoint_id, savepoint, completed)
                 snap.deferred = None
-            data = pickle.dumps(snap, protocol=5) if snap is not None and not snap.is_empty() else None
+            try:
+                data = pickle.dumps(snap, protocol=5) if snap is not None and not snap.is_empty() else None
+            except PICKLING_ERRORS as err:
+                raise unpicklable_state(op.uid, err) from err
             keyed = snap is not None and (bool(snap.keyed) or write is not None)
             acks.append(
                 OperatorAck(

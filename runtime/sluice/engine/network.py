@@ -25,8 +25,9 @@ import pickle
 import struct
 from typing import Any
 
+from sluice.engine._unpicklable import PICKLING_ERRORS, unpicklable_record
 from sluice.engine.channels import InputChannel, OutputChannel
-from sluice.engine.events import EndOfPartition, Event
+from sluice.engine.events import EndOfPartition, Event, RecordBatch
 from sluice.transport.framing import FrameTooLarge, frame, read_payload
 from sluice.transport.handshake import DATA
 from sluice.transport.wire import Wire
@@ -43,10 +44,15 @@ ChannelKey = tuple[int, int, int, int]
 def encode_event(event: Any, max_bytes: int) -> bytes:
     try:
         payload = pickle.dumps(event, protocol=5)
-    except (pickle.PicklingError, TypeError, AttributeError):
+    except PICKLING_ERRORS:
         import cloudpickle
 
-        payload = cloudpickle.dumps(event, protocol=5)
+        try:
+            payload = cloudpickle.dumps(event, protocol=5)
+        except PICKLING_ERRORS as err:
+            if isinstance(event, RecordBatch):
+                raise unpicklable_record(event.values, err) from err
+            raise
     return frame(payload, max_bytes)
 
 

@@ -25,6 +25,7 @@ from sluice._states import SubtaskState
 from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
 from sluice.checkpoint.storage import write_state_file
 from sluice.engine._alignment import AlignmentResult, BarrierAligner, BarrierTiming
+from sluice.engine._failure_context import failure_report
 from sluice.engine._rate import TokenBucket
 from sluice.engine._watermarks import WatermarkValve
 from sluice.engine.chain import OperatorAck, OperatorChain
@@ -147,10 +148,11 @@ class StreamTask:
         error: str | None = None,
         trace: str | None = None,
         drain: bool | None = None,
+        storage: bool | None = None,
     ) -> None:
         if state in (SubtaskState.FINISHED, SubtaskState.FAILED):
             self.metrics.ended()
-        self.report(TaskReport(self.vertex.id, self.subtask_index, state, error, trace, drain))
+        self.report(TaskReport(self.vertex.id, self.subtask_index, state, error, trace, drain, storage))
 
     # -- the main loop ------------------------------------------------------------------------------
 
@@ -174,11 +176,10 @@ class StreamTask:
                 self.chain.close()
             raise
         except Exception as err:
+            error, storage = failure_report(err, self)  # before close(): a source's readers say where
             with contextlib.suppress(Exception):
                 self.chain.close()
-            self._state(
-                SubtaskState.FAILED, error=f"{type(err).__name__}: {err}", trace=traceback.format_exc()
-            )
+            self._state(SubtaskState.FAILED, error=error, trace=traceback.format_exc(), storage=storage)
 
     async def _finished_on_restore(self) -> None:
         # Every operator of this chain finished before the checkpoint: nothing runs again; downstream

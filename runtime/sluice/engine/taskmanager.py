@@ -16,10 +16,12 @@ import os
 import signal
 import socket
 import sys
+import traceback
 
 import cloudpickle
 
 from sluice._states import SubtaskState
+from sluice.checkpoint.read_failures import is_storage_read_failure
 from sluice.checkpoint.restore import Share, restored_share
 from sluice.checkpoint.storage import read_pinned_metadata
 from sluice.engine._collector import tune_for_records
@@ -55,6 +57,12 @@ from sluice.transport.secret import TaskManagerLaunch
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
+
+
+class _NotDeployed(Exception):
+    """This TaskManager could not set up its part of an attempt, and has reported why."""
+
+
 HEARTBEAT_SECONDS = 0.5
 
 ForTasks = messages.Trigger | messages.Complete | messages.Abort | messages.Stop
@@ -188,7 +196,8 @@ class TaskManager:
 
     async def _handle(self, message: messages.Deploy | ForTasks) -> None:
         if isinstance(message, messages.Deploy):
-            await self._deploy(message)
+            with contextlib.suppress(_NotDeployed):
+                await self._deploy(message)
             return
         for task in self._addressees(message):
             task.post(_task_event(message))
@@ -208,9 +217,7 @@ class TaskManager:
         attempt, job_id = message.attempt, message.job_id
         mine = list(message.tasks)
         where, addresses = message.placement, message.taskmanagers
-        shares = await asyncio.to_thread(
-            self._restore_shares, graph, mine, message.restore, message.restore_digest
-        )
+        shares = await self._restore(message, graph, mine)
         gates: dict[SubtaskId, list[InputChannel]] = {}
         for v, s in mine:
             vertex = graph.vertex(v)
@@ -257,6 +264,29 @@ class TaskManager:
             self.tasks[(v, s)] = task
         for task in self.tasks.values():
             self._runners.append(asyncio.create_task(task.run()))
+
+    async def _restore(
+        self, message: messages.Deploy, graph: JobGraph, mine: list[SubtaskId]
+    ) -> dict[SubtaskId, dict[str, Share]]:
+        """The state each subtask here restores; raises _NotDeployed when reading it failed (reported)."""
+        try:
+            return await asyncio.to_thread(
+                self._restore_shares, graph, mine, message.restore, message.restore_digest
+            )
+        except Exception as err:
+            # Nothing of this attempt runs here. Said as the failure of a subtask, so the coordinator
+            # learns why (and suspends the job when it was the store that failed), not as a lost TaskManager.
+            if mine:
+                self.report(
+                    TaskReport(
+                        *mine[0],
+                        SubtaskState.FAILED,
+                        f"restoring {message.restore} failed: {type(err).__name__}: {err}",
+                        traceback.format_exc(),
+                        storage=is_storage_read_failure(err) or None,
+                    )
+                )
+            raise _NotDeployed from err
 
     @staticmethod
     def _restore_shares(

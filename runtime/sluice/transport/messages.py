@@ -296,18 +296,20 @@ class TaskReport:
     """FAILED: the traceback."""
     drain: bool | None = None
     """END_OF_DATA: whether the input ended with drain (flushed, timers fired)."""
+    storage: bool | None = None
+    """FAILED: the store failed while the subtask read the state it restores (the job suspends)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.TYPE, "vertex": self.vertex, "subtask": self.subtask}
         out["state"] = self.state
-        for name in ("error", "trace", "drain"):
+        for name in ("error", "trace", "drain", "storage"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
 
     @staticmethod
     def from_fields(fields: Fields) -> TaskReport:
-        drain = fields.data.get("drain")
+        drain, storage = fields.data.get("drain"), fields.data.get("storage")
         return TaskReport(
             fields.integer("vertex", minimum=0),
             fields.integer("subtask", minimum=0),
@@ -315,6 +317,7 @@ class TaskReport:
             fields.optional_text("error"),
             fields.optional_text("trace"),
             None if drain is None else fields.flag("drain"),
+            None if storage is None else fields.flag("storage"),
         )
 
 

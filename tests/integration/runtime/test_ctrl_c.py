@@ -49,3 +49,35 @@ def test_ctrl_c_to_the_process_group_cancels_the_job_without_tracebacks(tmp_path
         assert noise not in rest, rest
     last = rest.strip().splitlines()[-1]
     assert " CANCELED: canceled by request; its last retained checkpoint is file://" in last, rest
+
+
+def test_sigint_stops_a_run_that_inherited_it_ignored(tmp_path: Path) -> None:
+    """A shell without job control (a script's `sluice run ... &`) starts the command with SIGINT
+    ignored. `kill -INT` sent while the job is still starting must stop it all the same: before the
+    job runs it ends the start (exit 130, nothing stored), once it runs it cancels the job (exit 1)."""
+    job = subprocess.Popen(
+        # `trap "" INT` is how a shell ignores SIGINT, and exec hands that on as the shell does for `&`.
+        ["sh", "-c", 'trap "" INT; exec "$@"', "sh",
+         *SLUICE, "run", str(REPO / "examples" / "unbounded_counts.py"), "--arg", f"out={tmp_path / 'out'}",
+         "--checkpoint-dir", f"file://{tmp_path / 'chk'}", "--host", "processes", "--rest-port", "0"],
+        cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert job.stderr is not None
+        first = job.stderr.readline()  # said while the job is set up, before anything is started
+        assert "no --savepoint-dir given" in first, first
+        job.send_signal(signal.SIGINT)
+        code = job.wait(60)  # an ignored SIGINT leaves the job running: this times out
+        rest = first + job.stderr.read()
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    assert "Traceback" not in rest, rest
+    last = rest.strip().splitlines()[-1]
+    if code == 130:
+        assert "interrupted (SIGINT) before the job ran" in last, rest
+        assert not list((tmp_path / "chk").glob("*/job-result.json")), rest
+    else:
+        assert code == 1, rest
+        assert " CANCELED: canceled by request" in last, rest

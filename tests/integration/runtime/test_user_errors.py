@@ -3,6 +3,7 @@ last line says `FAILED: <cause>`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,11 @@ def test_a_user_exception_shows_once_with_the_users_frames(tmp_path: Path, verbo
     lines = done.stderr.splitlines()
     reported = [line for line in lines if "ERROR" in line and "ZeroDivisionError" in line]
     assert len(reported) == 1, done.stderr  # three attempts failed the same way: said once
+    # Where: the operator's uid, the subtask, the record's place in its batch, and the record.
+    assert re.search(r"\(in operator 'parse', subtask 0: record \d+ of a batch of \d+: 500\)$", reported[0])
     assert f'File "{pipeline}", line 5, in parse' in done.stderr
     assert "return 1 // (i - 500)" in done.stderr
     assert ("sluice/engine/task.py" in done.stderr) is verbose, done.stderr
     assert lines[-1].startswith("sluice: job ") and " FAILED: task " in lines[-1], lines[-1]
     assert "ZeroDivisionError" in lines[-1] and "None" not in lines[-1]
+    assert "in operator 'parse', subtask 0: record " in lines[-1], lines[-1]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any
 
+from sluice.engine._failure_context import index_reached, mark_record
 from sluice.engine.operators._udf import DeadLetters, UdfOperator
 from sluice.engine.operators.base import Output, StreamOperator
 from sluice.functions import FilterFunction, FlatMapFunction, MapFunction, ProcessFunction
@@ -26,15 +27,20 @@ def emit_processed(
     with its input's timestamp, as one batch (the loop of every process-style operator)."""
     out: list[Any] = []
     out_ts: list[int] = []
-    for i, value in enumerate(values):
-        ts = None if timestamps is None else timestamps[i]
-        produced = call(value, ts)
-        if produced is None:
-            continue
-        before = len(out)
-        out.extend(produced)
-        if ts is not None:
-            out_ts.extend([ts] * (len(out) - before))
+    i = 0
+    try:
+        for i, value in enumerate(values):
+            ts = None if timestamps is None else timestamps[i]
+            produced = call(value, ts)
+            if produced is None:
+                continue
+            before = len(out)
+            out.extend(produced)
+            if ts is not None:
+                out_ts.extend([ts] * (len(out) - before))
+    except Exception as error:
+        mark_record(error, values, i)
+        raise
     if out:
         output.emit(out, None if timestamps is None else out_ts)
 
@@ -79,7 +85,13 @@ class MapOperator(GuardedOperator):
             self.process_guarded(values, timestamps)
             return
         call = self._call
-        self.output.emit([call(v) for v in values], timestamps)
+        records = iter(values)
+        try:
+            mapped = [call(v) for v in records]
+        except Exception as error:
+            mark_record(error, values, index_reached(values, records))
+            raise
+        self.output.emit(mapped, timestamps)
 
 
 class FilterOperator(GuardedOperator):
@@ -95,7 +107,12 @@ class FilterOperator(GuardedOperator):
             self.process_guarded(values, timestamps)
             return
         call = self._call
-        keep = [bool(call(v)) for v in values]
+        records = iter(values)
+        try:
+            keep = [bool(call(v)) for v in records]
+        except Exception as error:
+            mark_record(error, values, index_reached(values, records))
+            raise
         kept = list(compress(values, keep))
         if kept:
             self.output.emit(kept, None if timestamps is None else list(compress(timestamps, keep)))
@@ -118,19 +135,22 @@ class FlatMapOperator(GuardedOperator):
             return
         call = self._call
         out: list[Any] = []
-        if timestamps is None:
-            for v in values:
-                out.extend(call(v))
-            if out:
-                self.output.emit(out, None)
-            return
         out_ts: list[int] = []
-        for v, ts in zip(values, timestamps, strict=True):
-            before = len(out)
-            out.extend(call(v))
-            out_ts.extend([ts] * (len(out) - before))
+        records = iter(values)
+        try:
+            if timestamps is None:
+                for v in records:
+                    out.extend(call(v))
+            else:
+                for v, ts in zip(records, timestamps, strict=True):
+                    before = len(out)
+                    out.extend(call(v))
+                    out_ts.extend([ts] * (len(out) - before))
+        except Exception as error:
+            mark_record(error, values, index_reached(values, records))
+            raise
         if out:
-            self.output.emit(out, out_ts)
+            self.output.emit(out, None if timestamps is None else out_ts)
 
 
 class ProcessOperator(GuardedOperator):
