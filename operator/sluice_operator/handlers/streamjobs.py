@@ -104,7 +104,11 @@ async def watch_streamjob(*, namespace: str | None, name: str, stopped: kopf.Dae
     try:
         while not stopped and not RUNTIME.closing:
             wait = await reconcile(ns, name)
-            await stopped.wait(wait if wait is not None else RUNTIME.config.reconcile_interval_s)
+            # A plain sleep, which kopf cancels when it stops the daemon (cancellation_timeout). Not
+            # `await stopped.wait(n)`: kopf runs that in a task of its own that ends with TimeoutError
+            # after n seconds, and one still pending when the operator stops is among the tasks whose
+            # errors `kopf.run` re-raises at exit: the operator would exit 1 with that traceback.
+            await asyncio.sleep(wait if wait is not None else RUNTIME.config.reconcile_interval_s)
     finally:
         # Kopf stops daemons when the job goes and when leader election pauses this replica: either
         # way the job is no longer this replica's, and its lifecycle series must not linger here.

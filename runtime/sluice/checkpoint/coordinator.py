@@ -125,6 +125,9 @@ class CheckpointCoordinator:
         subtask = (ack.vertex, ack.subtask)
         pending.acks[subtask] = ack
         pending.waiting.acknowledge(subtask)
+        self._finalize_when_complete(pending)
+
+    def _finalize_when_complete(self, pending: PendingCheckpoint) -> None:
         if not pending.waiting and not pending.finalizing:
             pending.finalizing = True
             self._track(asyncio.get_running_loop().create_task(self._finalize(pending)))
@@ -134,10 +137,24 @@ class CheckpointCoordinator:
         if pending is not None:
             self.fail(pending, decline.reason, counted=decline.cause == STATE_WRITE)
 
-    def on_task_finished(self, subtask: SubtaskId) -> None:
-        # A subtask that closes before acknowledging can never acknowledge: fail fast, not by timeout.
+    def on_task_finished(self, subtask: SubtaskId, drained: bool) -> None:
+        """`subtask` closed. `drained`: its input ended with drain (end of input, a TERMINATE stop, or
+        finished on restore), so every operator of its chain finished; without: a SUSPEND stop.
+
+        A drained subtask closes only once a checkpoint it took after its end has completed and told
+        its sinks to commit: it has no state left and nothing left to commit. A checkpoint still
+        waiting for it records it as finished, as one planned after it closed would. That is the
+        end of a bounded input racing a stop-with-savepoint: the stop's savepoint, triggered as the
+        tasks' last checkpoint completes, completes instead of failing (and failing over) a job that
+        is finishing. An undrained subtask's state would be lost that way: the checkpoint fails fast.
+        """
         for pending in list(self.pending.values()):
-            if subtask in pending.waiting:
+            if subtask not in pending.waiting:
+                continue
+            if drained and self.config.after_tasks_finish:
+                pending.waiting.acknowledge(subtask)
+                self._finalize_when_complete(pending)
+            else:
                 self.fail(pending, f"task {self._name(subtask)} finished before acknowledging the checkpoint")
 
     def check_timeouts(self) -> None:

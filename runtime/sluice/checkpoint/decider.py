@@ -8,6 +8,7 @@ CheckpointCoordinator:
 - A stop-with-savepoint (FLIP-34) owns the triggers from its request to its end: its savepoint is
   triggered once every task has reached end of data, and no checkpoint is triggered meanwhile: a
   periodic one would hold the savepoint back, and the savepoint is the final checkpoint (it commits).
+  Once every task has closed, there is no savepoint to take: the job finishes.
 - Final checkpoint (FLIP-147): as soon as every task has reached end of data and some have not
   finished yet (they wait for it to close), checkpoint at once instead of at the next interval. Once a
   checkpoint that commits side effects, triggered after every task reached end of data, has completed,
@@ -61,7 +62,9 @@ def decide(
     if progress.stop is StopPhase.SAVEPOINT_TRIGGERED:
         return Decision.NOTHING
     if progress.stop is StopPhase.REQUESTED:
-        ready = progress.all_reached_end and not progress.pending
+        # Every task closed already (the input ran out as the stop was asked for): the job is
+        # finishing, and a savepoint would find no task to take it.
+        ready = progress.all_reached_end and not progress.all_finished and not progress.pending
         return Decision.STOP_SAVEPOINT if ready else Decision.NOTHING
     if progress.pending:
         return Decision.NOTHING

@@ -141,6 +141,8 @@ class JobMaster:
         )
         self._graph_blob = encode_blob(cloudpickle.dumps(graph))
         self._finished: dict[int, set[int]] = {}
+        self._ended_undrained: set[SubtaskId] = set()
+        """Subtasks of this attempt whose input ended without drain (a SUSPEND stop)."""
         # One coordinator for the whole job: its history, counts and checkpoint ids span restarts.
         self.checkpoints = CheckpointCoordinator(
             graph,
@@ -218,7 +220,7 @@ class JobMaster:
             # Canceled, or failed with no restart left: no restore will commit or discard what the
             # sinks pre-committed. (A suspended job keeps it all for the run that resumes it.)
             ends_for_good = delay is None and event.end in (JobState.CANCELED, JobState.FAILED)
-            await self._end_attempt(graceful=isinstance(event, TasksFinished), ends_for_good=ends_for_good)
+            await self._end_attempt(event, ends_for_good=ends_for_good)
             if isinstance(event, AttemptFailed):
                 self.error = event.reason
                 self._failures.attempt_failed(self.attempt, event.reason)
@@ -324,6 +326,7 @@ class JobMaster:
             (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
         }
         self._finished = {}
+        self._ended_undrained = set()
         self.placement = placement(self.graph, self.config.taskmanagers)
         self.checkpoints.failures.reset()
         self._control.expect(self.config.taskmanagers, self.attempt)
@@ -435,7 +438,13 @@ class JobMaster:
             pending.done.add_done_callback(functools.partial(_final_completed, self._decider))
         return pending.done
 
-    async def _end_attempt(self, graceful: bool, ends_for_good: bool = False) -> None:
+    async def _end_attempt(self, event: AttemptEvent, ends_for_good: bool = False) -> None:
+        graceful = isinstance(event, TasksFinished)
+        if graceful:
+            # Every task has closed: a checkpoint whose acknowledgements are all in (the stop's
+            # savepoint, when the input ran out as it was asked for) completes; the attempt ending
+            # now would discard that savepoint for nothing.
+            await self.checkpoints.settle(warn_every_s=self.config.checkpoints.timeout_s)
         self.checkpoints.abort_all("the job attempt ended")
         # A checkpoint whose metadata is being written completes (and is then the one to restore);
         # failed ones are being deleted. The next attempt picks from storage once both are done,
@@ -444,7 +453,7 @@ class JobMaster:
         await self._control.close_links(self._job_end_notice() if ends_for_good else None)
         # TaskManagers told of the job's end release their sinks' transactions before they exit.
         await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)
-        self.savepoints.attempt_ended(self.error)
+        self.savepoints.attempt_ended(event)
 
     def _job_end_notice(self) -> JobEnd:
         cc = self.checkpoints
@@ -496,9 +505,11 @@ class JobMaster:
             # The store failed under a TaskManager's restore: as when the coordinator cannot read the
             # checkpoint, restarts retry it and, once they are used up, the job suspends.
             self._fail_attempt(reason, RestoreFailed(reason) if message.storage else None)
+        elif state == SubtaskState.END_OF_DATA and message.drain is False:
+            self._ended_undrained.add(subtask)
         elif state == SubtaskState.FINISHED:
             self._finished.setdefault(subtask[0], set()).add(subtask[1])
-            self.checkpoints.on_task_finished(subtask)
+            self.checkpoints.on_task_finished(subtask, drained=subtask not in self._ended_undrained)
             if self._all(SubtaskState.FINISHED):
                 self._events.put_nowait(TasksFinished())
 

@@ -7,7 +7,9 @@ instead tells every source to stop: with drain (TERMINATE) tasks flush and finis
 just end. Once every task has reached end of data the job master's trigger decider says so, and the job
 master calls `take_stop_savepoint`; when it completes, tasks close and the job ends FINISHED. If it fails,
 the attempt fails, so the job master restarts the job from its latest checkpoint (the sources had
-stopped), and the stop reports the error.
+stopped), and the stop reports the error. A bounded input running out during the stop is no failure:
+tasks that close on their own count as finished in the savepoint (checkpoint.coordinator), and if every
+task closed first the attempt ends FINISHED and the stop fails saying so (`attempt_ended`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sluice.checkpoint.coordinator import CheckpointDeclined
 from sluice.checkpoint.decider import StopPhase
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import CheckpointStorage
+from sluice.coordinator._attempt_events import AttemptEvent, AttemptFailed, TasksFinished
 from sluice.transport.messages import Stop
 
 TriggerSavepoint = Callable[[CheckpointKind, str, StopMode | None], asyncio.Future[CheckpointMetadata]]
@@ -169,10 +172,20 @@ class Savepoints:
         # The sources have stopped already: go back to running from the latest checkpoint.
         self._fail_attempt(f"stop-with-savepoint failed ({reason}); resuming")
 
-    def attempt_ended(self, error: str | None) -> None:
-        """The attempt ended: a stop whose savepoint has not completed fails."""
+    def attempt_ended(self, event: AttemptEvent) -> None:
+        """The attempt ended: a stop whose savepoint has not completed fails, saying why."""
         request = self.stop_request
-        if request is not None and not request.done.done():
-            request.done.set_exception(
-                RuntimeError(f"the job attempt ended before the savepoint completed: {error}")
+        if request is None or request.done.done():
+            return
+        if isinstance(event, TasksFinished):
+            # The input ran out as the stop was asked for: the job is FINISHED, its final checkpoint
+            # committed every output, and there is nothing left to stop (FLIP-147).
+            reason = (
+                "the job finished before the savepoint completed: every task reached the end of its "
+                "input, and the final checkpoint committed the output"
             )
+        elif isinstance(event, AttemptFailed):
+            reason = f"the job attempt failed before the savepoint completed: {event.reason}"
+        else:
+            reason = f"the job was {event.state.lower()} before the savepoint completed: {event.reason}"
+        request.done.set_exception(RuntimeError(f"stop-with-savepoint failed: {reason}"))

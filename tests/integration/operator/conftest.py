@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -42,6 +42,10 @@ class RunningOperator:
     storage: Path
     running: Callable[[], bool]
     """Whether the operator is still running (its process or its thread)."""
+    stop: Callable[[], None] = lambda: None
+    """Stops the operator as its SIGTERM handler does and waits for its end (the thread's fixture)."""
+    ended_with: list[BaseException] = field(default_factory=list)
+    """What the operator's `main` raised on its way out (the thread's fixture): nothing, normally."""
 
     def logs(self) -> str:
         return self.log.read_text(errors="replace")
@@ -123,22 +127,31 @@ def operator(
     def run() -> None:
         try:
             main(_arguments(kube_namespace), stop_flag=stop)
+        except BaseException as err:
+            running.ended_with.append(err)
         finally:
             ended.set()
 
+    def stop_and_wait() -> None:
+        stop.set()
+        thread.join(30)
+        assert not thread.is_alive(), f"the operator did not stop in 30 s:\n{running.logs()[-5000:]}"
+
     thread = threading.Thread(target=run, name="sluice-operator", daemon=True)
-    running = RunningOperator(log, port, storage, lambda: not ended.is_set())
+    running = RunningOperator(log, port, storage, lambda: not ended.is_set(), stop_and_wait)
     thread.start()
     try:
         running.wait_started()
         yield running
     finally:
-        stop.set()
-        thread.join(30)
-        root.removeHandler(handler)
-        root.setLevel(level)
-        handler.close()
-        assert not thread.is_alive(), f"the operator did not stop in 30 s:\n{running.logs()[-5000:]}"
+        try:
+            stop_and_wait()
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+            handler.close()
+        # An exit with a traceback (a process would exit 1 on SIGTERM) fails whichever test saw it.
+        assert not running.ended_with, running.ended_with
 
 
 @pytest.fixture

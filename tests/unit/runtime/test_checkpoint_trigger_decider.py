@@ -90,8 +90,15 @@ def test_a_stop_takes_its_savepoint_once_every_task_reached_end_of_data_and_none
     assert decide(config, 50.0, 1.0, False, ended) is Decision.STOP_SAVEPOINT
     ended_pending = _at(pending=True, all_reached_end=True, stop=StopPhase.REQUESTED)
     assert decide(config, 50.0, 1.0, False, ended_pending) is Decision.NOTHING
+
+
+def test_a_stop_takes_no_savepoint_once_every_task_closed_the_job_finishes_instead() -> None:
+    # The input ran out as the stop was asked for, and the final checkpoint let every task close: no
+    # task is left to take a savepoint (it would be declined, and the stop fail the attempt over).
+    config = CheckpointConfig(interval_s=1.0)
     all_finished = _at(all_reached_end=True, all_finished=True, stop=StopPhase.REQUESTED)
-    assert decide(config, 50.0, 1.0, True, all_finished) is Decision.STOP_SAVEPOINT
+    assert decide(config, 50.0, 1.0, True, all_finished) is Decision.NOTHING
+    assert decide(config, 50.0, 1.0, False, all_finished) is Decision.NOTHING
 
 
 def test_nothing_else_is_triggered_once_the_stops_savepoint_is() -> None:

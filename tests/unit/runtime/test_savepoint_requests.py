@@ -13,6 +13,7 @@ from sluice.checkpoint.coordinator import CheckpointDeclined
 from sluice.checkpoint.decider import StopPhase
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import CheckpointStorage
+from sluice.coordinator._attempt_events import AttemptEvent, AttemptFailed, EndRequested, TasksFinished
 from sluice.coordinator.savepoints import Refusal, Savepoint, SavepointRefused, Savepoints
 from sluice.transport.messages import Stop
 
@@ -125,5 +126,34 @@ def test_a_declined_stop_savepoint_fails_the_stop_and_the_attempt(tmp_path: Path
         # The sources stopped: the job master restarts from the latest checkpoint.
         assert job.failed == ["stop-with-savepoint failed (declined); resuming"]
         assert job.savepoints.stopped_with is None
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("event", "reason"),
+    [
+        (TasksFinished(), "the job finished before the savepoint completed: every task reached the end"),
+        (
+            AttemptFailed("task map[0] failed: boom"),
+            "the job attempt failed before the savepoint completed: ",
+        ),
+        (EndRequested(JobState.CANCELED, "canceled by request"), "the job was canceled before the savepoint"),
+    ],
+)
+def test_a_stop_whose_attempt_ends_first_fails_saying_why_and_fails_nothing_over(
+    tmp_path: Path, event: AttemptEvent, reason: str
+) -> None:
+    async def scenario() -> None:
+        job = _Job(tmp_path)
+        stopping = asyncio.create_task(job.savepoints.stop(StopMode.TERMINATE, f"file://{tmp_path / 'sp'}"))
+        while not job.broadcast:
+            await asyncio.sleep(0.01)
+        job.savepoints.attempt_ended(event)
+        with pytest.raises(RuntimeError, match=f"^stop-with-savepoint failed: {reason}"):
+            await stopping
+        # The attempt's end decides the job's (FINISHED for TasksFinished): the stop adds no failure.
+        assert job.failed == []
+        assert job.savepoints.stop_request is None and job.savepoints.stopped_with is None
 
     asyncio.run(scenario())
