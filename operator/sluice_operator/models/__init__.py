@@ -2,7 +2,7 @@
 
 from ._base import DURATION_HINT, URI_HINT, duration_ms
 from .config import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
-from .constants import API_VERSION, GROUP, REST_PORT, VERSION
+from .constants import API_VERSION, GROUP, REST_PORT, REST_PORT_NAME, VERSION
 from .enums import (
     ConditionType,
     DegradedReason,
@@ -43,6 +43,7 @@ __all__ = [
     "DURATION_HINT",
     "GROUP",
     "REST_PORT",
+    "REST_PORT_NAME",
     "URI_HINT",
     "VERSION",
     "CheckpointInfo",

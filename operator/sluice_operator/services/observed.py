@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice_operator.models import PodPhase, RunState, SavepointSpec, SavepointStatus
+from sluice_operator.models import REST_PORT, PodPhase, RunState, SavepointSpec, SavepointStatus
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class PodView:
     job_id: str | None
     spec_hash: str | None
     restored_from: str | None
+    rest_port: int = REST_PORT
     terminating: bool = False
     reason: str | None = None  # why the container ended, e.g. OOMKilled, Error; or the pod's reason
     exit_code: int | None = None
