@@ -66,8 +66,8 @@ def e2e(
 ) -> Iterator[E2ECluster]:
     """A fresh namespace that the operator watches; its jobs are deleted, and their pods gone, afterwards.
 
-    Pods must be gone before the next test: under the process kubelet every coordinator's REST port
-    (8081 on 0.0.0.0) is a port of this machine.
+    Pods must be gone before the next test: under the process kubelet the coordinators of one operator
+    all bind its REST port on 0.0.0.0, a port of this machine.
     """
     namespace = _namespace_name(request.node.name)
     kube_env.kubectl("create", "namespace", namespace)

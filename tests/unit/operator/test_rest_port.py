@@ -23,6 +23,7 @@ def _run(config: OperatorConfig) -> m.Run:
 
 def _coordinator_container(pod: dict[str, Any]) -> dict[str, Any]:
     (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "coordinator"]
+    assert isinstance(container, dict)
     return container
 
 
