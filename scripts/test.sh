@@ -59,16 +59,19 @@ tier() {
     fi
 }
 
-# pytest-xdist workers per tier (SLUICE_TEST_UNIT_WORKERS, SLUICE_TEST_INTEGRATION_WORKERS; 0 is none).
-# None by default, as measured on the shared 2-core machine (docs/testing.md): the unit tier took as
-# long with -n 2 as without, and a sample of the integration tier longer with -n 3 than without. With
-# workers, tests that share a session service (the Spark JVM, the control plane, the Kafka broker) stay
-# on one worker (tests/conftest.py).
+# pytest-xdist workers per tier (SLUICE_TEST_UNIT_WORKERS, SLUICE_TEST_INTEGRATION_WORKERS,
+# SLUICE_TEST_E2E_WORKERS; 0 is none), as measured on the shared 2-core machine (docs/testing.md). The
+# unit tier took as long with -n 2 as without, and a sample of the integration tier longer with -n 3
+# than without: both are CPU-bound. With workers, tests that share a session service (the Spark JVM,
+# the control plane, the Kafka broker) stay on one worker (tests/conftest.py). The e2e tier mostly
+# waits (pods starting, checkpoints, grace periods), so its tests run side by side, each worker with
+# its own control plane, process kubelet and operator (tests/e2e/README.md). Two: with three on the
+# shared machine under a load average of about 45, jobs took three minutes to start and tests ran past
+# their deadlines; two passed there.
 tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
 if ! $quick; then
     tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-0}" "$@"
-    # One job at a time: the process kubelet's pods share this machine's ports (tests/e2e/README.md).
-    tier e2e tests/e2e 0 "$@"
+    tier e2e tests/e2e "${SLUICE_TEST_E2E_WORKERS:-2}" "$@"
 fi
 
 echo "== slowest 30 tests of the run (setup + call + teardown)" >&2

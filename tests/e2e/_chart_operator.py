@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from e2e._operator import CHART, IMAGE_REPOSITORY, IMAGE_TAG, Metrics, free_port, scrape
+from e2e._operator import (
+    CHART,
+    IMAGE_REPOSITORY,
+    IMAGE_TAG,
+    Metrics,
+    coordinator_rest_port,
+    free_port,
+    scrape,
+)
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
 from testkit.kubelet import ProcessKubelet
@@ -32,7 +40,15 @@ class ChartOperator:
     metrics_port: int = field(default_factory=free_port)
 
     def values(self) -> dict[str, object]:
-        return helm_values(self.storage, cluster_wide=self.cluster_wide, metrics_port=self.metrics_port)
+        # The process kubelet's pods share this machine's network: the coordinators get a port of their
+        # own, as under a LocalOperator. A real cluster keeps the chart's default.
+        rest_port = coordinator_rest_port() if self.kubelet is not None else None
+        return helm_values(
+            self.storage,
+            cluster_wide=self.cluster_wide,
+            metrics_port=self.metrics_port,
+            coordinator_rest_port=rest_port,
+        )
 
     def start(self, timeout: float = 180.0) -> None:
         installed = self.kube.helm("status", self.release, namespace=self.namespace, check=False)
@@ -126,8 +142,14 @@ def helm_values(
     cluster_wide: bool = False,
     namespaces: list[str] | None = None,
     metrics_port: int | None = None,
+    coordinator_rest_port: int | None = None,
 ) -> dict[str, object]:
-    """Chart values that point the operator and every job pod at the test storage."""
+    """Chart values that point the operator and every job pod at the test storage; with
+    `coordinator_rest_port`, the coordinators serve their REST API on that port (docs/operator.md)."""
+    extra_env = [{"name": k, "value": v} for k, v in storage.env.items()]
+    if coordinator_rest_port is not None:
+        port = {"name": "SLUICE_OPERATOR_COORDINATOR_REST_PORT", "value": str(coordinator_rest_port)}
+        extra_env.append(port)
     return {
         "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG, "pullPolicy": "IfNotPresent"},
         "watchNamespaces": namespaces or [],
@@ -137,7 +159,7 @@ def helm_values(
             "reconcileInterval": "1s",
             "allowedSavepointPrefixes": storage.allowed_savepoint_prefixes,
             "jobEnv": dict(storage.env),
-            "extraEnv": [{"name": k, "value": v} for k, v in storage.env.items()],
+            "extraEnv": extra_env,
         },
         # The process kubelet runs pods in the host's network: keep off well-known ports.
         "metrics": {"port": metrics_port or free_port()},

@@ -25,14 +25,16 @@ from testkit.kube import KubeEnv
 from testkit.kubelet import ProcessKubelet
 
 T = TypeVar("T")
+# The coordinators' REST port on a real cluster (the operator's default). Under the process kubelet each
+# operator gives its coordinators a port of their own: `E2ECluster.rest_port` reads it from the pod.
 REST_PORT = 8081
-# A GET of the coordinator's REST API from inside its pod, with the token mounted there.
+# A GET of the coordinator's REST API from inside its pod, with the token mounted there (port, path).
 _IN_POD_GET = (
     "/opt/sluice/.venv/bin/python",
     "-c",
     "import sys, urllib.request as u; "
     "t = open('/var/run/sluice/rest/token').read().strip(); "
-    f"r = u.Request('http://127.0.0.1:{REST_PORT}' + sys.argv[1], "
+    "r = u.Request(f'http://127.0.0.1:{sys.argv[1]}' + sys.argv[2], "
     "headers={'Authorization': 'Bearer ' + t}); "
     "sys.stdout.write(u.urlopen(r, timeout=10).read().decode())",
 )
@@ -43,6 +45,15 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "k8s"
 
 class E2EFailure(AssertionError):
     pass
+
+
+def rest_port_of(coordinator_pod: dict[str, Any]) -> int:
+    """The coordinator container's port named `rest`, as the operator made the pod."""
+    for container in coordinator_pod["spec"]["containers"]:
+        for port in container.get("ports") or []:
+            if port.get("name") == "rest":
+                return int(port["containerPort"])
+    raise E2EFailure(f"pod {coordinator_pod['metadata']['name']} has no port named rest")
 
 
 @dataclass
@@ -186,15 +197,21 @@ class E2ECluster:
         pass an Authorization header on, and the job's NetworkPolicy lets only the operator in.
         """
         pod = self.coordinator_pod(job)
+        port = str(rest_port_of(pod))
         if self.kubelet is not None:
             request = urllib.request.Request(
-                f"http://{pod['status']['podIP']}:{REST_PORT}{path}",
+                f"http://{pod['status']['podIP']}:{port}{path}",
                 headers={"Authorization": f"Bearer {self.rest_token(job)}"},
             )
             with urllib.request.urlopen(request, timeout=10) as answer:
                 return json.loads(answer.read())
         name = pod["metadata"]["name"]
-        return json.loads(self.kubectl("exec", name, "-c", "coordinator", "--", *_IN_POD_GET, path).stdout)
+        in_pod = self.kubectl("exec", name, "-c", "coordinator", "--", *_IN_POD_GET, port, path)
+        return json.loads(in_pod.stdout)
+
+    def rest_port(self, job: str) -> int:
+        """The port the job's coordinator serves its REST API on, in its pod."""
+        return rest_port_of(self.coordinator_pod(job))
 
     def rest_token(self, job: str) -> str:
         secret = self.get("secret", f"{job}-auth")
@@ -252,7 +269,8 @@ class E2ECluster:
 
         Needs a running operator for the finalizers; if the deletion does not finish, the finalizers are
         removed by hand, or the namespace would never go away. Pods must be gone before the next test:
-        under the process kubelet every coordinator's REST port (8081 on 0.0.0.0) is this machine's.
+        under the process kubelet the coordinators of one operator all bind its REST port on 0.0.0.0,
+        a port of this machine.
         """
         deleted = self.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
         if deleted.returncode != 0:

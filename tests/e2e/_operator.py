@@ -9,6 +9,7 @@ chart (_chart_operator.py).
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -35,6 +36,30 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# Coordinators' REST ports under the process kubelet are drawn from below the kernel's ephemeral range
+# (32768 up by default): a port of that range, picked once and then free between one job and the next,
+# could become the local port of any outgoing connection meanwhile and make the next coordinator fail.
+_REST_PORTS = range(20000, 32000)
+
+
+def coordinator_rest_port() -> int:
+    """A port no server of this machine holds on 0.0.0.0 now, for one operator's coordinators.
+
+    Under the process kubelet pods share this machine's network, and each coordinator binds its REST
+    port on 0.0.0.0: each operator of a test session (and of concurrent sessions) gets its own port, so
+    jobs of different operators run at the same time. One operator runs its jobs one after another.
+    """
+    for _ in range(100):
+        port = random.choice(_REST_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_REST_PORTS} for a coordinator's REST API after 100 tries")
 
 
 class Operator(Protocol):
@@ -114,6 +139,8 @@ class LocalOperator:
     namespaces: tuple[str, ...] = (f"{NAMESPACE_PREFIX}*",)
     peering: str | None = None
     peering_lifetime: int = 20
+    # Kept across restarts; a replica that takes over a job calls it on the port its pod was made with.
+    rest_port: int = field(default_factory=coordinator_rest_port)
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -149,6 +176,7 @@ class LocalOperator:
             **operator_env(self.storage),
             "KUBECONFIG": str(self.kube.kubeconfig),
             "SLUICE_OPERATOR_METRICS_PORT": str(self.metrics_port),
+            "SLUICE_OPERATOR_COORDINATOR_REST_PORT": str(self.rest_port),
         }
         # This machine's own in-cluster variables (if any) must not win over the kubeconfig.
         env.pop("KUBERNETES_SERVICE_HOST", None)

@@ -1,4 +1,4 @@
-"""Fixtures of the end-to-end tests: storage, the operator (one per module) and a namespace per test.
+"""Fixtures of the end-to-end tests: storage, the operator (one per session) and a namespace per test.
 
 The control plane, the process kubelet and the S3 server come from the root conftest (one per session).
 """
@@ -20,6 +20,21 @@ from e2e._storage import E2EStorage, external_endpoint
 from testkit.kube import KubeEnv
 from testkit.kubelet import ProcessKubelet
 
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup` every e2e test is a group of its own, so the workers share
+    them out one by one: each worker has its own control plane, process kubelet and operator, and
+    each operator's coordinators their own REST port, so tests of different workers run side by side.
+    The root conftest's `kube` group would keep them all on one worker. The real node's tests stay
+    together: its cluster is one per machine. (pytest hands a conftest every item of the session.)"""
+    for index, item in enumerate(items):
+        if not item.path.is_relative_to(_HERE):
+            continue
+        own = "real-node" if item.path.name.startswith("test_real_node") else f"e2e-{index}"
+        item.add_marker(pytest.mark.xdist_group(own))
+
 
 @pytest.fixture(scope="session")
 def e2e_storage(request: pytest.FixtureRequest) -> E2EStorage:
@@ -32,14 +47,18 @@ def e2e_storage(request: pytest.FixtureRequest) -> E2EStorage:
     return storage
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def operator(
     kube_env: KubeEnv,
     process_kubelet: ProcessKubelet | None,
     e2e_storage: E2EStorage,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Operator]:
-    """The operator for a test module: a local process, or the chart on an external cluster."""
+    """The operator of every test's namespace: a local process, or the chart on an external cluster.
+
+    One per session (under pytest-xdist, per worker): starting it costs seconds, and each test has its
+    own namespace. A test that crashes or stops it leaves it to `e2e`'s clean-up to start it again.
+    """
     handle: Operator
     if process_kubelet is not None:
         handle = LocalOperator(kube_env, e2e_storage, tmp_path_factory.mktemp("operator"))
@@ -67,8 +86,8 @@ def e2e(
 ) -> Iterator[E2ECluster]:
     """A fresh namespace that the operator watches; its jobs are deleted, and their pods gone, afterwards.
 
-    Pods must be gone before the next test: under the process kubelet every coordinator's REST port
-    (8081 on 0.0.0.0) is a port of this machine.
+    Pods must be gone before the next test: under the process kubelet the coordinators of one operator
+    all bind its REST port on 0.0.0.0, a port of this machine.
     """
     namespace = _namespace_name(request.node.name)
     kube_env.kubectl("create", "namespace", namespace)
@@ -86,4 +105,4 @@ def _clean_up(cluster: E2ECluster) -> None:
     cluster.kube.kubectl("delete", "namespace", cluster.namespace, "--wait=false", check=False)
 
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "k8s"
+EXAMPLES = _HERE.parents[1] / "examples" / "k8s"

@@ -36,13 +36,20 @@ LONG_LIFETIME = 300
 RECONCILES = "sluice_operator_reconciles_total"
 
 
+def _own_namespace() -> str:
+    """Not an `e2e-*` namespace: the session's operator, which watches those, must not act on its jobs."""
+    namespace = f"ha-{uuid.uuid4().hex[:6]}"
+    assert not namespace.startswith(NAMESPACE_PREFIX)
+    return namespace
+
+
 @pytest.fixture
 def ha(
     kube_env: KubeEnv, process_kubelet: ProcessKubelet | None, e2e_storage: E2EStorage, tmp_path: Path
 ) -> Iterator[tuple[E2ECluster, PeeredOperators]]:
     if process_kubelet is None:
         pytest.skip("two local operator processes need the process kubelet's pod IPs, which they can reach")
-    namespace = f"{NAMESPACE_PREFIX}ha-{uuid.uuid4().hex[:6]}"
+    namespace = _own_namespace()
     kube_env.kubectl("create", "namespace", namespace)
     kube_env.wait_for("serviceaccount default", bool, namespace=namespace, timeout=30)
     peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": PEERING}}
@@ -166,7 +173,7 @@ def test_one_replica_acts_and_the_standby_takes_over_when_it_is_killed(
 def test_a_replica_without_its_peering_object_says_so_and_waits_for_it(
     kube_env: KubeEnv, process_kubelet: ProcessKubelet | None, e2e_storage: E2EStorage, tmp_path: Path
 ) -> None:
-    namespace = f"{NAMESPACE_PREFIX}ha-{uuid.uuid4().hex[:6]}"
+    namespace = _own_namespace()
     kube_env.kubectl("create", "namespace", namespace)
     replica = LocalOperator(
         kube_env, e2e_storage, tmp_path, namespaces=(namespace,), peering=PEERING, peering_lifetime=LIFETIME

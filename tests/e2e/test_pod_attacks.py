@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e._cluster import EXAMPLES, REST_PORT, E2ECluster
+from e2e._cluster import EXAMPLES, E2ECluster, rest_port_of
 from e2e._outputs import assert_unbounded_exactly_once
 from sluice_operator.manifests.coordinator_args import DRIVER_PORT
 from testkit import probe
@@ -126,20 +126,21 @@ def test_an_attackers_pod_gets_nothing_and_the_job_runs_on_exactly_once(e2e: E2E
     for pod in taskmanagers:
         targets.setdefault(pod["status"]["podIP"], set()).update(_reachable_sockets(pod))
     coordinator_ip = coordinator["status"]["podIP"]
+    rest_port = rest_port_of(coordinator)
     # What the attack must cover: the REST and Spark driver ports, the coordinator's control port (the
     # one port of the coordinator's own Python process besides REST), every TaskManager's data port.
-    assert {REST_PORT, DRIVER_PORT} <= targets[coordinator_ip], targets
+    assert {rest_port, DRIVER_PORT} <= targets[coordinator_ip], targets
     for link in before["taskManagers"]:
         assert link["dataPort"] in targets[link["host"]], (link, targets)
     sluice_pid = next(
         pid
         for pid in probe.descendants(_container_pids(coordinator)[0])
-        if REST_PORT in probe.listening_ports(pid)
+        if rest_port in probe.listening_ports(pid)
     )
     control_ports = {
         port
         for address, port in probe.listening_sockets(sluice_pid)
-        if address in _REACHABLE_FROM_OTHER_PODS | {coordinator_ip} and port != REST_PORT
+        if address in _REACHABLE_FROM_OTHER_PODS | {coordinator_ip} and port != rest_port
     }
     assert control_ports and control_ports <= targets[coordinator_ip], (control_ports, targets)
 
@@ -151,7 +152,7 @@ def test_an_attackers_pod_gets_nothing_and_the_job_runs_on_exactly_once(e2e: E2E
             {"host": ip, "port": port} for ip, ports in sorted(targets.items()) for port in sorted(ports)
         ],
         "marker": str(marker),
-        "rest": f"http://{coordinator_ip}:{REST_PORT}",
+        "rest": f"http://{coordinator_ip}:{rest_port}",
         "sparkDriver": {"host": coordinator_ip, "port": DRIVER_PORT},
     }
     image = e2e.get("streamjob", JOB)["spec"]["image"]  # type: ignore[index]

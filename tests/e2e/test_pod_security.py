@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 import yaml
 
-from e2e._cluster import EXAMPLES, REST_PORT, E2ECluster
+from e2e._cluster import EXAMPLES, E2ECluster, rest_port_of
 from e2e._outputs import assert_unbounded_exactly_once
 from testkit.outputs import assert_same_output, read_output, w1_reference
 
@@ -92,7 +92,7 @@ def test_job_pods_carry_the_secrets_as_files_and_only_the_token_opens_the_rest_a
         assert [item["key"] for volume in mounted for item in volume["items"]] == ["spark-secret"]
 
     if e2e.kubelet is not None:  # the pod IP is reachable from here; on kind the NetworkPolicy says no
-        url = f"http://{coordinator['status']['podIP']}:{REST_PORT}/v1/job"
+        url = f"http://{coordinator['status']['podIP']}:{rest_port_of(coordinator)}/v1/job"
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url, timeout=10)
         assert refused.value.code == 401

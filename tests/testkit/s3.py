@@ -96,7 +96,9 @@ class S3Server:
 
     # --- lifecycle -----------------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 30.0) -> None:
+    def start(self, timeout_s: float = 120.0) -> None:
+        # Generous: importing moto takes over 30 s on a loaded 2-core machine (seen with three
+        # pytest-xdist workers starting their services at once). A server that exits fails at once.
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "moto.server", "--host", "127.0.0.1", "--port", str(self.port)],

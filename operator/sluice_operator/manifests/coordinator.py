@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from sluice_operator.models import REST_PORT
+from sluice_operator.models import REST_PORT, REST_PORT_NAME
 from sluice_operator.models import constants as c
 
 from ._common import (
@@ -78,7 +78,7 @@ def coordinator_pod(run: Run) -> Manifest:
             *run.env(),
         ],
         "ports": [
-            {"name": "rest", "containerPort": REST_PORT},
+            {"name": REST_PORT_NAME, "containerPort": run.config.coordinator_rest_port},
             {"name": "driver", "containerPort": DRIVER_PORT},
             {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT},
         ],
@@ -89,7 +89,7 @@ def coordinator_pod(run: Run) -> Manifest:
             state_key_mount(),
             *scratch_mounts(spark_local=True),
         ],
-        "readinessProbe": {"httpGet": {"path": "/v1/health", "port": REST_PORT}, "periodSeconds": 5},
+        "readinessProbe": {"httpGet": {"path": "/v1/health", "port": REST_PORT_NAME}, "periodSeconds": 5},
         "securityContext": container_security_context(),
     }
     env_from = run.env_from()
@@ -138,7 +138,8 @@ def rest_service(run: Run) -> Manifest:
         "spec": {
             "type": "ClusterIP",
             "selector": {c.LABEL_JOB: name, c.LABEL_ROLE: c.ROLE_COORDINATOR},
-            "ports": [{"name": "rest", "port": REST_PORT, "targetPort": REST_PORT, "protocol": "TCP"}],
+            # The Service's port stays the documented one whatever port the pod serves on.
+            "ports": [{"name": "rest", "port": REST_PORT, "targetPort": REST_PORT_NAME, "protocol": "TCP"}],
         },
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from sluice_operator.models import REST_PORT, Resources
+from sluice_operator.models import Resources
 
 from ._common import rest_service_name, taskmanager_prefix
 from .hardening import SPARK_LOCAL_DIR
@@ -130,7 +130,7 @@ def sluice_run_args(run: Run) -> list[str]:
         # The job's savepoint and checkpoint directories are allowed by default; these are the others.
         *(a for prefix in run.config.allowed_savepoint_prefixes for a in ("--savepoint-dir-allow", prefix)),
         "--rest-port",
-        str(REST_PORT),
+        str(run.config.coordinator_rest_port),
         "--rest-host",
         "0.0.0.0",
         "--rest-token-file",

@@ -34,6 +34,7 @@ def network_policy(
     operator_namespace: str | None,
     operator_labels: Mapping[str, str],
     scraper: ScraperConfig | None = None,
+    rest_port: int = REST_PORT,
 ) -> Manifest:
     """`operator_namespace` None: the operator's pods are matched by their labels in any namespace.
 
@@ -55,11 +56,11 @@ def network_policy(
                 {
                     "from": [job_pods],
                     "ports": [
-                        {"protocol": "TCP", "port": 1, "endPort": REST_PORT - 1},
-                        {"protocol": "TCP", "port": REST_PORT + 1, "endPort": 65535},
+                        {"protocol": "TCP", "port": 1, "endPort": rest_port - 1},
+                        {"protocol": "TCP", "port": rest_port + 1, "endPort": 65535},
                     ],
                 },
-                {"from": rest_from, "ports": [{"protocol": "TCP", "port": REST_PORT}]},
+                {"from": rest_from, "ports": [{"protocol": "TCP", "port": rest_port}]},
             ],
         },
     }

@@ -19,8 +19,6 @@ POD_MONITOR_VERSION = "v1"
 POD_MONITOR_PLURAL = "podmonitors"
 POD_MONITOR_CRD = f"{POD_MONITOR_PLURAL}.{POD_MONITOR_GROUP}"
 POD_MONITOR_PATH = "/metrics"
-# The coordinator container's port name (manifests/coordinator.py).
-REST_PORT_NAME = "rest"
 
 
 def pod_monitor_name(job: str) -> str:
@@ -34,7 +32,7 @@ def pod_monitor(owner: Owner, config: PodMonitorConfig) -> Manifest:
     run it belongs to: the labels are the same for every run, so a new run needs no new PodMonitor.
     """
     endpoint: dict[str, Any] = {
-        "port": REST_PORT_NAME,
+        "port": c.REST_PORT_NAME,
         "path": POD_MONITOR_PATH,
         "authorization": {
             "type": "Bearer",

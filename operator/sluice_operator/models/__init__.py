@@ -6,7 +6,7 @@ from sluice_contract.states import RestartKind
 
 from ._base import DURATION_HINT, URI_HINT, duration_ms
 from .config import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
-from .constants import API_VERSION, GROUP, REST_PORT, VERSION
+from .constants import API_VERSION, GROUP, REST_PORT, REST_PORT_NAME, VERSION
 from .enums import (
     UNKNOWN_STATE,
     ConditionType,
@@ -45,6 +45,7 @@ __all__ = [
     "DURATION_HINT",
     "GROUP",
     "REST_PORT",
+    "REST_PORT_NAME",
     "UNKNOWN_STATE",
     "URI_HINT",
     "VERSION",

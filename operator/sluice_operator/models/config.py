@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._base import URI_RE, duration_ms
+from .constants import REST_PORT
 
 ENV_STORAGE = "SLUICE_OPERATOR_STORAGE"
 ENV_STORAGE_SECRET = "SLUICE_OPERATOR_STORAGE_SECRET"
@@ -24,6 +25,7 @@ ENV_POD_MONITOR_LABELS = "SLUICE_OPERATOR_POD_MONITOR_LABELS"
 ENV_POD_MONITOR_INTERVAL = "SLUICE_OPERATOR_POD_MONITOR_INTERVAL"
 ENV_SCRAPER_NAMESPACE = "SLUICE_OPERATOR_SCRAPER_NAMESPACE"
 ENV_SCRAPER_POD_LABELS = "SLUICE_OPERATOR_SCRAPER_POD_LABELS"
+ENV_COORDINATOR_REST_PORT = "SLUICE_OPERATOR_COORDINATOR_REST_PORT"
 
 # Prometheus' duration format (what a PodMonitor's `interval` takes): 30s, 1m30s, 500ms.
 _PROMETHEUS_DURATION = re.compile(r"^((\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?|0)$")
@@ -70,6 +72,9 @@ class OperatorConfig:
     privileged containers, ...), which the operator otherwise refuses. With `network_policies` each job
     gets a NetworkPolicy: its pods reach each other, and its REST port is reached by the operator's pods
     only, which are those with `operator_pod_labels` in `operator_namespace` (any namespace if None).
+    `coordinator_rest_port` is the port the coordinators of new runs serve their REST API on, inside
+    their pods. A pod has its own network on a real cluster, so the default fits every job there; on a
+    node whose pods share one network (the tests' process kubelet) each operator needs its own.
     """
 
     # None: no default; every StreamJob must then name its own checkpoint and savepoint directories.
@@ -87,6 +92,7 @@ class OperatorConfig:
     # None: no PodMonitors (the default; the CRD is prometheus-operator's and may not be installed).
     pod_monitor: PodMonitorConfig | None = None
     scraper: ScraperConfig | None = None
+    coordinator_rest_port: int = REST_PORT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -140,6 +146,7 @@ class OperatorConfig:
             allowed_savepoint_prefixes=prefixes,
             pod_monitor=pod_monitor,
             scraper=scraper,
+            coordinator_rest_port=_port(env, ENV_COORDINATOR_REST_PORT, REST_PORT),
         )
 
 
@@ -148,6 +155,15 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     if value not in ("true", "false"):
         raise ConfigError(f"{name}={value!r}: write true or false")
     return value == "true"
+
+
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ConfigError(f"{name}={text!r}: write a TCP port number from 1 to 65535")
+    return int(text)
 
 
 def _pod_monitor(env: Mapping[str, str]) -> PodMonitorConfig | None:

@@ -31,4 +31,7 @@ ANNOTATION_JOB_ID = f"{GROUP}/job-id"
 ANNOTATION_SPEC_HASH = f"{GROUP}/spec-hash"
 ANNOTATION_RESTORED_FROM = f"{GROUP}/restored-from"
 
+# The coordinators' REST port: the default one in their pods, and the port of each job's Service always.
 REST_PORT = 8081
+# The coordinator container's name for it, which the Service, probe and PodMonitor refer to.
+REST_PORT_NAME = "rest"

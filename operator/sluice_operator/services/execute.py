@@ -70,7 +70,13 @@ async def start_run(deps: Deps, run: m.Run) -> None:
     if run.config.network_policies:
         config = run.config
         await kube.create(
-            m.network_policy(run.owner, config.operator_namespace, config.operator_pod_labels, config.scraper)
+            m.network_policy(
+                run.owner,
+                config.operator_namespace,
+                config.operator_pod_labels,
+                config.scraper,
+                config.coordinator_rest_port,
+            )
         )
     await kube.create(m.config_map(run))
     await kube.create(m.rest_service(run))
@@ -83,11 +89,11 @@ def savepoint_patch(status: SavepointStatus) -> dict[str, Any]:
 
 
 async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, namespace: str) -> Done | Refused:
-    ip = obs.pod.ip if obs.pod is not None else None
+    pod = obs.pod
     try:
-        if ip is None:
+        if pod is None or pod.ip is None:
             raise CoordinatorError("the coordinator pod has no IP")
-        coordinator = Coordinator(deps.http, ip, token=obs.rest_token)
+        coordinator = Coordinator(deps.http, pod.ip, pod.rest_port, obs.rest_token)
         trigger = await coordinator.trigger_savepoint(action.stop, action.target_directory)
     except CoordinatorError as error:
         refused = action.refused.model_copy(update={"error": str(error)})

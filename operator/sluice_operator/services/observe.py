@@ -10,7 +10,14 @@ from sluice_contract.checkpoints import NoRestorableCheckpoint
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Obj
 from sluice_operator.manifests.coordinator_args import COORDINATOR_CONTAINER
-from sluice_operator.models import PodPhase, SavepointStatus, StreamJobSpec, StreamJobStatus
+from sluice_operator.models import (
+    REST_PORT,
+    REST_PORT_NAME,
+    PodPhase,
+    SavepointStatus,
+    StreamJobSpec,
+    StreamJobStatus,
+)
 from sluice_operator.models import constants as c
 
 from ._time import millis
@@ -32,6 +39,13 @@ def pod_view(pod: Obj) -> PodView:
     annotations = meta.get("annotations") or {}
     reason = status.get("reason")
     exit_code, finished = None, None
+    rest_port = REST_PORT
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if container.get("name") == COORDINATOR_CONTAINER:
+            # The port this pod was made with: the operator's setting may have changed since.
+            for port in container.get("ports") or []:
+                if port.get("name") == REST_PORT_NAME and isinstance(port.get("containerPort"), int):
+                    rest_port = port["containerPort"]
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated")
         if terminated and container.get("name") == COORDINATOR_CONTAINER:
@@ -42,6 +56,7 @@ def pod_view(pod: Obj) -> PodView:
         name=str(meta.get("name")),
         phase=str(status.get("phase") or PodPhase.PENDING),
         ip=status.get("podIP"),
+        rest_port=rest_port,
         job_id=annotations.get(c.ANNOTATION_JOB_ID),
         spec_hash=annotations.get(c.ANNOTATION_SPEC_HASH),
         restored_from=annotations.get(c.ANNOTATION_RESTORED_FROM),
@@ -101,7 +116,7 @@ async def observe_job(
         obs.stray_pods = [p["metadata"]["name"] for p in pods if p is not coordinator_pod]
     obs.savepoints = await job_savepoints(deps.kube, owner.namespace, owner.name, owner.uid)
     if obs.pod is not None and obs.pod.phase == PodPhase.RUNNING and obs.pod.ip and not obs.pod.terminating:
-        await _ask_coordinator(deps, obs, obs.pod.ip, rest_token)
+        await _ask_coordinator(deps, obs, obs.pod.ip, obs.pod.rest_port, rest_token)
     run_id = obs.pod.job_id if obs.pod is not None else (status.job.id if status.job else None)
     try:
         if run_id:
@@ -121,8 +136,8 @@ async def observe_job(
     return obs
 
 
-async def _ask_coordinator(deps: Deps, obs: Observed, ip: str, token: str | None) -> None:
-    client = Coordinator(deps.http, ip, token=token)
+async def _ask_coordinator(deps: Deps, obs: Observed, ip: str, port: int, token: str | None) -> None:
+    client = Coordinator(deps.http, ip, port, token)
     try:
         job = await client.job()
         checkpoints = await client.checkpoints()

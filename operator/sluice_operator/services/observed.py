@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluice_contract.rest import CheckpointsSummary, CheckpointSummary, JobSummary, SavepointProgress
-from sluice_operator.models import UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
+from sluice_operator.models import REST_PORT, UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class PodView:
     job_id: str | None
     spec_hash: str | None
     restored_from: str | None
+    rest_port: int = REST_PORT
     terminating: bool = False
     reason: str | None = None  # why the container ended, e.g. OOMKilled, Error; or the pod's reason
     exit_code: int | None = None

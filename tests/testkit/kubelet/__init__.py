@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import os
-import random
 import signal
 import sys
 import time
@@ -14,11 +13,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from testkit._kube_process import ManagedProcess
 
 from ._host_paths import refuse_hidden_paths
 from ._images import ENTRYPOINT_SCRIPT, SHELL_IMAGE, ImageSpec, default_images, images_to_json
+from ._ips import claim_pod_cidr, release_pod_cidr
 
 __all__ = ["ENTRYPOINT_SCRIPT", "SHELL_IMAGE", "ImageSpec", "ProcessKubelet", "default_images"]
 
@@ -31,6 +32,7 @@ class ProcessKubelet:
     state_dir: Path
     pod_cidr: str
     process: ManagedProcess
+    pod_cidr_claim: IO[str] | None = None
 
     @classmethod
     def start(
@@ -47,8 +49,8 @@ class ProcessKubelet:
         refuse_hidden_paths(images)  # in the test session, before the kubelet process starts
         state_dir.mkdir(parents=True, exist_ok=True)
         node_name = node_name or f"process-node-{uuid.uuid4().hex[:6]}"
-        # A random second octet keeps pods of concurrent test sessions on one machine apart.
-        pod_cidr = f"127.{random.randint(16, 250)}.0.0/16"
+        # A /16 of its own keeps its pods apart from those of concurrent test sessions and workers.
+        pod_cidr, claim = claim_pod_cidr()
         images_file = state_dir / "images.json"
         images_file.write_text(images_to_json(images))
         ready_file = state_dir / "ready"
@@ -83,17 +85,19 @@ class ProcessKubelet:
             # It must end its pods' process groups, which a SIGKILL would leave running.
             death_signal=signal.SIGTERM,
         )
-        kubelet = cls(node_name, state_dir, pod_cidr, process)
+        kubelet = cls(node_name, state_dir, pod_cidr, process, claim)
         deadline = time.monotonic() + timeout
         while not ready_file.exists():
             if not process.running or time.monotonic() > deadline:
-                process.stop()
+                kubelet.stop()
                 raise RuntimeError(f"the process kubelet did not become ready:\n{process.log_tail()}")
             time.sleep(0.1)
         return kubelet
 
     def stop(self) -> None:
         self.process.stop(timeout=20)
+        if self.pod_cidr_claim is not None:
+            release_pod_cidr(self.pod_cidr_claim)
 
     def pod_dir(self, namespace: str, name: str) -> Path:
         """The state directory of the newest pod with this name (volumes, hosts file, logs)."""
