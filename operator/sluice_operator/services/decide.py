@@ -26,7 +26,7 @@ from ._status import job_from_coordinator, job_from_result, last_checkpoint, sav
 from .conditions import job_conditions
 from .context import JobContext
 from .observed import JobResult, Observed
-from .old_runs import remember_run
+from .old_runs import plan_expired_runs, remember_run
 from .plan import DeletePods, DeleteSavepoint, Event, Plan, StartRun
 from .savepoint_housekeeping import periodic_and_cleanup
 from .savepoints import SavepointOutlook, ensure_stop_savepoint, plan_savepoints
@@ -93,6 +93,7 @@ def decide(ctx: JobContext, obs: Observed) -> Plan:
         generation=ctx.generation,
         now_ms=ctx.now_ms,
     )
+    plan_expired_runs(ctx, obs, plan)
     return plan
 
 

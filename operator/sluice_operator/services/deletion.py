@@ -41,7 +41,7 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     status = read_status(job)
     if status.lifecycle_state is not LifecycleState.DELETING:
         recorded = record_deleting(dict(job.get("status") or {}), status)
-        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, recorded.patch)
+        await execute(deps, Observed(), Plan(), owner, status=recorded.patch)
         events += recorded.events
     try:
         spec = streamjob_spec(job.get("spec"))
@@ -102,7 +102,7 @@ async def _savepoint_before_delete(
     )
     plan = Plan(status=found.ctx.status)
     waiting = plan_deletion_savepoint(found.ctx, found.obs, plan, deletion_stamp(job))
-    executed = await execute(deps, found.obs, plan, found.ctx.owner)
+    executed = await execute(deps, found.obs, plan, found.ctx.owner, storage=found.storage)
     return waiting, [*plan.events, *action_events(executed)]
 
 

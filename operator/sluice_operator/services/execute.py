@@ -1,7 +1,10 @@
-"""Carrying out a plan's actions against Kubernetes and the coordinator; what was done is returned.
+"""Carrying out a plan: its status and actions, against Kubernetes, the coordinator and storage.
 
-Acting decides nothing: every outcome an action can have (a savepoint trigger accepted or refused) was
-decided with the plan, and what it led to goes back as `Executed` for the record step to report.
+The one place a plan is executed, and the one holder of the `Recorder`: the job's decided status is
+written first (it records a run about to be started before its pod exists), then the actions in order,
+with the status writes some of them lead to. Acting decides nothing: every outcome an action can have
+(a savepoint trigger accepted or refused, the runs left once old ones are deleted) was decided with the
+plan, and what it led to goes back as `Executed` for the record step to report.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from sluice_operator.models import constants as c
 from ._time import rfc3339
 from .observe import Deps
 from .observed import Observed
+from .old_runs import delete_runs
 from .plan import (
     Action,
     CreateSavepoint,
+    DeleteCheckpointRuns,
     DeletePods,
     DeleteSavepoint,
     LabelSavepoint,
@@ -30,8 +35,10 @@ from .plan import (
     StartRun,
     TriggerSavepoint,
 )
+from .recorder import Recorder
 from .rest import Coordinator, CoordinatorError
 from .savepoints import LABEL_GENERATION
+from .storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +57,22 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class RunsDeleted:
+    """Earlier runs' checkpoints deleted: `deleted` are those whose directory was still there."""
+
+    action: DeleteCheckpointRuns
+    deleted: tuple[str, ...]
+
+
+Result = Done | Refused | RunsDeleted
+
+
+@dataclass(frozen=True)
 class Executed:
     """What was done and what was refused, in the order of the plan's actions. An action that raised is
     not in it, nor any after it: the exception goes to the caller and the next reconcile starts over."""
 
-    results: tuple[Done | Refused, ...] = ()
+    results: tuple[Result, ...] = ()
 
 
 async def start_run(deps: Deps, run: m.Run) -> None:
@@ -77,12 +95,7 @@ async def start_run(deps: Deps, run: m.Run) -> None:
     await kube.create(m.coordinator_pod(run))
 
 
-def savepoint_patch(status: SavepointStatus) -> dict[str, Any]:
-    # Nulls are kept: in a merge patch they remove fields, e.g. the trigger id of a retried savepoint.
-    return dict(status.model_dump(mode="json", by_alias=True, exclude_none=False))
-
-
-async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, namespace: str) -> Done | Refused:
+async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, recorder: Recorder) -> Done | Refused:
     ip = obs.pod.ip if obs.pod is not None else None
     try:
         if ip is None:
@@ -91,10 +104,10 @@ async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, namespac
         trigger = await coordinator.trigger_savepoint(action.stop, action.target_directory)
     except CoordinatorError as error:
         refused = action.refused.model_copy(update={"error": str(error)})
-        await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(refused))
+        await recorder.savepoint_status(action.name, refused)
         return Refused(action, refused)
     accepted = action.accepted.model_copy(update={"trigger_id": trigger, "trigger_time": rfc3339(_now_ms())})
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(accepted))
+    await recorder.savepoint_status(action.name, accepted)
     return Done(action)
 
 
@@ -102,42 +115,86 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def execute(deps: Deps, obs: Observed, plan: Plan, owner: m.Owner) -> Executed:
-    """Run the actions in order; the first failure stops the rest (the next reconcile starts over)."""
-    results: list[Done | Refused] = []
+@dataclass(frozen=True)
+class _Acting:
+    deps: Deps
+    obs: Observed
+    owner: m.Owner
+    recorder: Recorder
+    storage: Storage | None
+
+
+async def execute(
+    deps: Deps,
+    obs: Observed,
+    plan: Plan,
+    owner: m.Owner,
+    *,
+    status: dict[str, Any] | None = None,
+    storage: Storage | None = None,
+) -> Executed:
+    """Write the job's `status` patch (if any), then run the actions in order; the first failure stops
+    the rest (the next reconcile starts over). `storage` is the job's checkpoint storage, for a plan
+    that deletes earlier runs."""
+    recorder = Recorder(deps.kube, owner.namespace)
+    if status:
+        await recorder.job_status(owner.name, status)
+    acting = _Acting(deps, obs, owner, recorder, storage)
+    results: list[Result] = []
     for action in plan.actions:
         log.info("%s/%s: %s", owner.namespace, owner.name, _describe(action))
-        results.append(await _one(deps, obs, owner, action))
+        results.append(await _one(acting, action))
     return Executed(tuple(results))
 
 
-async def _one(deps: Deps, obs: Observed, owner: m.Owner, action: Action) -> Done | Refused:
-    kube = deps.kube
-    ns = owner.namespace
+async def _one(acting: _Acting, action: Action) -> Result:
     match action:
         case StartRun(run=run):
-            await start_run(deps, run)
+            await start_run(acting.deps, run)
         case DeletePods(names=names):
             for name in names:
-                await kube.delete_pod(ns, name)
+                await acting.deps.kube.delete_pod(acting.owner.namespace, name)
+        case SetDesiredState():
+            await _set_desired_state(acting, action)
+        case DeleteCheckpointRuns():
+            return await _delete_runs(acting, action)
+        case _:
+            return await _on_savepoint(acting, action)
+    return Done(action)
+
+
+async def _on_savepoint(acting: _Acting, action: Action) -> Result:
+    kube, ns = acting.deps.kube, acting.owner.namespace
+    match action:
         case CreateSavepoint(manifest=manifest):
             await kube.create_custom(c.SAVEPOINT_PLURAL, ns, manifest)
         case TriggerSavepoint():
-            return await _trigger(deps, obs, action, ns)
+            return await _trigger(acting.deps, acting.obs, action, acting.recorder)
         case PatchSavepoint(name=name, status=status):
-            await kube.patch_status(c.SAVEPOINT_PLURAL, ns, name, savepoint_patch(status))
+            await acting.recorder.savepoint_status(name, status)
         case DeleteSavepoint(name=name):
             await kube.delete_custom(c.SAVEPOINT_PLURAL, ns, name)
-        case SetDesiredState(state=state, savepoint=savepoint):
-            patch = {"spec": {"state": state.value}}
-            job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, owner.name, patch)
-            generation = str(job.get("metadata", {}).get("generation"))
-            await kube.patch_custom(
-                c.SAVEPOINT_PLURAL, ns, savepoint, {"metadata": {"labels": {LABEL_GENERATION: generation}}}
-            )
         case LabelSavepoint(name=name, labels=labels):
             await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, name, {"metadata": {"labels": labels}})
     return Done(action)
+
+
+async def _set_desired_state(acting: _Acting, action: SetDesiredState) -> None:
+    kube, ns = acting.deps.kube, acting.owner.namespace
+    patch = {"spec": {"state": action.state.value}}
+    job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, acting.owner.name, patch)
+    generation = str(job.get("metadata", {}).get("generation"))
+    labels = {"metadata": {"labels": {LABEL_GENERATION: generation}}}
+    await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, action.savepoint, labels)
+
+
+async def _delete_runs(acting: _Acting, action: DeleteCheckpointRuns) -> RunsDeleted:
+    """Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again."""
+    if acting.storage is None:
+        raise RuntimeError("a plan that deletes checkpoint runs is executed with the job's storage")
+    deleted = await delete_runs(acting.storage, action.checkpoint_dir, list(action.runs))
+    await acting.recorder.job_status(acting.owner.name, {"checkpointRuns": list(action.remaining)})
+    return RunsDeleted(action, tuple(deleted))
 
 
 def _describe(action: Action) -> str:
@@ -146,8 +203,10 @@ def _describe(action: Action) -> str:
             return f"start job {run.job_id} from {run.restore_from or 'empty state'}"
         case DeletePods(names=names, reason=reason):
             return f"delete pods {', '.join(names)} ({reason})"
+        case DeleteCheckpointRuns(runs=runs):
+            return f"delete the checkpoints of earlier runs {', '.join(runs)}"
         case _:
             return type(action).__name__
 
 
-__all__ = ["Done", "Executed", "Refused", "execute", "savepoint_patch", "start_run"]
+__all__ = ["Done", "Executed", "Refused", "Result", "RunsDeleted", "execute", "start_run"]

@@ -77,6 +77,19 @@ class LabelSavepoint:
     labels: dict[str, str]
 
 
+@dataclass(frozen=True)
+class DeleteCheckpointRuns:
+    """Delete the checkpoint directories of earlier runs nothing can restore from any more.
+
+    `remaining` is `status.checkpointRuns` once they are gone, written after deleting: if storage
+    fails, the runs stay recorded and the next reconcile decides to delete them again.
+    """
+
+    checkpoint_dir: str
+    runs: tuple[str, ...]
+    remaining: tuple[str, ...]
+
+
 Action = (
     StartRun
     | DeletePods
@@ -84,7 +97,7 @@ Action = (
     | TriggerSavepoint
     | PatchSavepoint
     | DeleteSavepoint
-    | (SetDesiredState | LabelSavepoint)
+    | (SetDesiredState | LabelSavepoint | DeleteCheckpointRuns)
 )
 
 

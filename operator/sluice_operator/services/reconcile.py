@@ -17,9 +17,9 @@ from .execute import execute
 from .gather import gather, generation_of, owner_of, read_status
 from .monitoring import ensure_pod_monitor
 from .observe import Deps
-from .old_runs import delete_expired_runs
+from .observed import Observed
 from .outcome import Outcome
-from .plan import DeletePods, StartRun
+from .plan import Plan
 from .record import action_events, record_degraded, record_status
 from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
@@ -56,13 +56,8 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     plan = decide(ctx, obs)
     monitor = await ensure_pod_monitor(deps.kube, owner, config.pod_monitor) if config.pod_monitor else None
     recorded = record_status(old, plan.status, monitor, generation=ctx.generation, now_ms=now_ms)
-    # The status goes first: it records the run about to be started (job id, spec) before the pod exists.
-    if recorded.patch:
-        await deps.kube.patch_status(c.STREAMJOB_PLURAL, namespace, name, recorded.patch)
-    executed = await execute(deps, obs, plan, owner)
+    executed = await execute(deps, obs, plan, owner, status=recorded.patch, storage=found.storage)
     events = [*plan.events, *recorded.events, *action_events(executed)]
-    if not any(isinstance(action, StartRun | DeletePods) for action in plan.actions):
-        events += await delete_expired_runs(deps.kube, found, recorded.status)
     return Outcome(
         events=events,
         requeue_s=plan.requeue_s,
@@ -91,10 +86,8 @@ class _Degraded:
             self._old, self._status, reason, message, generation=self._generation, now_ms=self._now_ms
         )
         owner = self._owner
-        if recorded.patch:
-            await self._deps.kube.patch_status(
-                c.STREAMJOB_PLURAL, owner.namespace, owner.name, recorded.patch
-            )
+        # Nothing to act on but the record: an empty plan, executed like any other.
+        await execute(self._deps, Observed(), Plan(), owner, status=recorded.patch)
         return Outcome(
             events=recorded.events,
             # A spec the user must fix changes (and wakes the job) when fixed; other causes pass.

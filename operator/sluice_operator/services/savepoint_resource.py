@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from sluice_operator.kube import Obj
+from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, SavepointState
 from sluice_operator.models import constants as c
 
-from .execute import savepoint_patch
+from .execute import execute
 from .gather import job_storage
 from .observe import Deps, savepoint_view
+from .observed import Observed
 from .outcome import Finalized
-from .plan import Event
+from .plan import Event, PatchSavepoint, Plan
 from .validate import InvalidSpecError, streamjob_spec
 
 
@@ -31,7 +33,10 @@ async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
             "create the job first or correct spec.jobName"
         )
         status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, meta["namespace"], meta["name"], savepoint_patch(status))
+    # The Savepoint has no job to act for; its owner here only names where the plan is executed.
+    job_name = view.spec.job_name if view.spec is not None else ""
+    owner = Owner(name=job_name, namespace=meta["namespace"], uid="")
+    await execute(deps, Observed(), Plan(actions=[PatchSavepoint(view.name, status)]), owner)
     return [Event("Warning", "Failed", status.error or "")]
 
 

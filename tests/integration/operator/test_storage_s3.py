@@ -7,6 +7,7 @@ import dataclasses
 import json
 from typing import cast
 
+import aiohttp
 import pytest
 
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
@@ -16,9 +17,12 @@ from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
 from sluice_operator.services.context import JobContext
-from sluice_operator.services.gather import Gathered
+from sluice_operator.services.execute import execute
+from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import CoordinatorView, Observed
-from sluice_operator.services.old_runs import delete_expired_runs
+from sluice_operator.services.old_runs import plan_expired_runs
+from sluice_operator.services.plan import Event, Plan
+from sluice_operator.services.record import action_events
 from sluice_operator.services.storage import Storage, storage_options
 from testkit.s3 import S3Server
 from unit.runtime._graphs import graph
@@ -95,6 +99,17 @@ class _RecordingKube:
         return {}
 
 
+async def _decide_and_delete(
+    kube: _RecordingKube, ctx: JobContext, obs: Observed, storage: Storage
+) -> list[Event]:
+    """The decide step's part (which runs expired), then the act step's (delete, record them gone)."""
+    plan = Plan(status=ctx.status)
+    plan_expired_runs(ctx, obs, plan)
+    async with aiohttp.ClientSession() as http:
+        executed = await execute(Deps(cast(Kube, kube), http), obs, plan, ctx.owner, storage=storage)
+    return action_events(executed)
+
+
 def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Server) -> None:
     bucket = s3_server.create_bucket()
     root = f"{bucket}/checkpoints/ns/job"
@@ -141,8 +156,7 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
     kube = _RecordingKube()
     storage = Storage(storage_options(root, s3_server.env))
 
-    found = Gathered(ctx, obs, storage, root)
-    events = asyncio.run(delete_expired_runs(cast(Kube, kube), found, status))
+    events = asyncio.run(_decide_and_delete(kube, ctx, obs, storage))
 
     fs.invalidate_cache()
     assert not fs.exists(f"{root}/{old}"), fs.find(f"{root}/{old}")
@@ -153,8 +167,7 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
 
     # Once recorded as gone, nothing is deleted again (a storage outage mid-way would retry the rest).
     after = ctx.status.model_copy(update={"checkpoint_runs": [restored, current]})
-    found = Gathered(dataclasses.replace(ctx, status=after), obs, storage, root)
-    again = asyncio.run(delete_expired_runs(cast(Kube, kube), found, after))
+    again = asyncio.run(_decide_and_delete(kube, dataclasses.replace(ctx, status=after), obs, storage))
     assert again == [] and len(kube.patches) == 1
 
 

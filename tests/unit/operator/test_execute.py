@@ -1,19 +1,23 @@
-"""Acting on a plan: what `execute` writes for a trigger it cannot make, and what it hands back."""
+"""Acting on a plan: the status it writes and when, what it writes for a trigger it cannot make, what
+it deletes, and what it hands back."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any, cast
 
 import aiohttp
+import pytest
 
 from sluice_operator.kube import Kube
 from sluice_operator.services.decide import decide
-from sluice_operator.services.execute import Done, Refused, execute
+from sluice_operator.services.execute import Done, Refused, RunsDeleted, execute
 from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import DeleteSavepoint, Plan, TriggerSavepoint
+from sluice_operator.services.plan import DeleteCheckpointRuns, DeleteSavepoint, Plan, TriggerSavepoint
 from sluice_operator.services.record import action_events
+from sluice_operator.services.storage import Storage
 
 from ._fixtures import OWNER, spec
 from ._situations import coordinator, ctx, deployed_status, pod, savepoint
@@ -65,3 +69,54 @@ def test_a_trigger_without_a_coordinator_ip_writes_the_decided_refusal_and_actin
     assert kube.writes[1] == ("delete_custom", "old", None), "a refused trigger does not stop the rest"
     assert [e.reason for e in action_events(executed)] == ["SavepointFailed", "Failed", "SavepointDeleted"]
     assert plan.events == [], "acting reports what it did; the plan it was given stays as decided"
+
+
+def test_the_decided_status_is_written_before_any_action() -> None:
+    kube = _Recording()
+    plan = Plan(actions=[DeleteSavepoint("old", "too many")])
+
+    async def go() -> None:
+        async with aiohttp.ClientSession() as http:
+            await execute(Deps(cast(Kube, kube), http), Observed(), plan, OWNER, status={"error": None})
+
+    asyncio.run(go())
+    assert kube.writes == [("patch_status", OWNER.name, {"error": None}), ("delete_custom", "old", None)]
+
+
+def test_expired_runs_are_deleted_then_recorded_gone(tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    for run in ("a", "b"):
+        (root / run / "chk-1").mkdir(parents=True)
+        (root / run / "chk-1" / "_metadata").write_text("{}")
+    # "c" is recorded but its directory went already (a reconcile that deleted it and then stopped).
+    action = DeleteCheckpointRuns(str(root), runs=("a", "c"), remaining=("b",))
+    kube = _Recording()
+
+    async def go() -> Any:
+        async with aiohttp.ClientSession() as http:
+            deps = Deps(cast(Kube, kube), http)
+            return await execute(deps, Observed(), Plan(actions=[action]), OWNER, storage=Storage())
+
+    executed = asyncio.run(go())
+    assert sorted(p.name for p in root.iterdir()) == ["b"]
+    assert executed.results == (RunsDeleted(action, deleted=("a",)),)
+    assert kube.writes == [("patch_status", OWNER.name, {"checkpointRuns": ["b"]})]
+
+
+def test_runs_whose_deletion_fails_stay_recorded(tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    (root / "a" / "chk-1").mkdir(parents=True)
+    kube = _Recording()
+
+    class _Failing(Storage):
+        async def dispose(self, path: str) -> bool:
+            raise OSError(f"storage unavailable: {path}")
+
+    async def go() -> Any:
+        async with aiohttp.ClientSession() as http:
+            plan = Plan(actions=[DeleteCheckpointRuns(str(root), runs=("a",), remaining=())])
+            return await execute(Deps(cast(Kube, kube), http), Observed(), plan, OWNER, storage=_Failing())
+
+    with pytest.raises(OSError, match="storage unavailable"):
+        asyncio.run(go())
+    assert kube.writes == [], "the next reconcile decides to delete them again"
