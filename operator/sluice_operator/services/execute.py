@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sluice_operator import manifests as m
-from sluice_operator.models import SavepointStatus
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
+from .acted import Done, Executed, Refused, Result, RunsDeleted
 from .observe import Deps
 from .observed import Observed
 from .old_runs import delete_runs
@@ -28,6 +29,7 @@ from .plan import (
     DeleteCheckpointRuns,
     DeletePods,
     DeleteSavepoint,
+    Event,
     LabelSavepoint,
     PatchSavepoint,
     Plan,
@@ -35,44 +37,13 @@ from .plan import (
     StartRun,
     TriggerSavepoint,
 )
+from .record import action_events
 from .recorder import Recorder
 from .rest import Coordinator, CoordinatorError
 from .savepoints import LABEL_GENERATION
 from .storage import Storage
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Done:
-    action: Action
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A savepoint trigger the coordinator refused (or could not be asked): `status` was written."""
-
-    action: TriggerSavepoint
-    status: SavepointStatus
-
-
-@dataclass(frozen=True)
-class RunsDeleted:
-    """Earlier runs' checkpoints deleted: `deleted` are those whose directory was still there."""
-
-    action: DeleteCheckpointRuns
-    deleted: tuple[str, ...]
-
-
-Result = Done | Refused | RunsDeleted
-
-
-@dataclass(frozen=True)
-class Executed:
-    """What was done and what was refused, in the order of the plan's actions. An action that raised is
-    not in it, nor any after it: the exception goes to the caller and the next reconcile starts over."""
-
-    results: tuple[Result, ...] = ()
 
 
 async def start_run(deps: Deps, run: m.Run) -> None:
@@ -131,12 +102,14 @@ async def execute(
     owner: m.Owner,
     *,
     status: dict[str, Any] | None = None,
+    said: Sequence[Event] = (),
     storage: Storage | None = None,
 ) -> Executed:
-    """Write the job's `status` patch (if any), then run the actions in order; the first failure stops
-    the rest (the next reconcile starts over). `storage` is the job's checkpoint storage, for a plan
-    that deletes earlier runs."""
-    recorder = Recorder(deps.kube, owner.namespace)
+    """Write the job's `status` patch (if any), run the actions in order, then post the events: the
+    plan's, what the status change `said`, and what acting did. The first failure stops the rest (the
+    next reconcile starts over). `storage` is the job's checkpoint storage, for a plan that deletes
+    earlier runs."""
+    recorder = Recorder(deps.kube, deps.events, owner)
     if status:
         await recorder.job_status(owner.name, status)
     acting = _Acting(deps, obs, owner, recorder, storage)
@@ -144,7 +117,9 @@ async def execute(
     for action in plan.actions:
         log.info("%s/%s: %s", owner.namespace, owner.name, _describe(action))
         results.append(await _one(acting, action))
-    return Executed(tuple(results))
+    executed = Executed(tuple(results))
+    recorder.say([*plan.events, *said, *action_events(executed)])
+    return executed
 
 
 async def _one(acting: _Acting, action: Action) -> Result:

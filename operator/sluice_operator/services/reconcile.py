@@ -20,7 +20,7 @@ from .observe import Deps
 from .observed import Observed
 from .outcome import Outcome
 from .plan import Plan
-from .record import action_events, record_degraded, record_status
+from .record import record_degraded, record_status
 from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)
@@ -56,13 +56,10 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     plan = decide(ctx, obs)
     monitor = await ensure_pod_monitor(deps.kube, owner, config.pod_monitor) if config.pod_monitor else None
     recorded = record_status(old, plan.status, monitor, generation=ctx.generation, now_ms=now_ms)
-    executed = await execute(deps, obs, plan, owner, status=recorded.patch, storage=found.storage)
-    events = [*plan.events, *recorded.events, *action_events(executed)]
+    await execute(deps, obs, plan, owner, status=recorded.patch, said=recorded.events, storage=found.storage)
     return Outcome(
-        events=events,
         requeue_s=plan.requeue_s,
         lifecycle=recorded.status.lifecycle_state.value,
-        uid=owner.uid,
     )
 
 
@@ -87,13 +84,11 @@ class _Degraded:
         )
         owner = self._owner
         # Nothing to act on but the record: an empty plan, executed like any other.
-        await execute(self._deps, Observed(), Plan(), owner, status=recorded.patch)
+        await execute(self._deps, Observed(), Plan(), owner, status=recorded.patch, said=recorded.events)
         return Outcome(
-            events=recorded.events,
             # A spec the user must fix changes (and wakes the job) when fixed; other causes pass.
             requeue_s=None if reason is DegradedReason.INVALID_SPEC else 10.0,
             lifecycle=recorded.status.lifecycle_state.value,
-            uid=owner.uid,
         )
 
 

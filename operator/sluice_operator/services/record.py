@@ -17,8 +17,8 @@ from sluice_operator.models import (
     StreamJobStatus,
 )
 
+from .acted import Executed, Refused, RunsDeleted
 from .conditions import set_condition
-from .execute import Executed, Refused, RunsDeleted
 from .monitoring import MonitorState, monitor_condition
 from .plan import DeleteSavepoint, Event
 from .savepoints import outcome_events

@@ -16,28 +16,33 @@ from .plan import Event, PatchSavepoint, Plan
 from .validate import InvalidSpecError, streamjob_spec
 
 
-async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
-    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job."""
+async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> bool:
+    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job.
+    True if that failed the Savepoint now."""
     meta = savepoint["metadata"]
     view = savepoint_view(savepoint, None)
     if view.status.state.terminal or meta.get("deletionTimestamp"):
-        return []
+        return False
     if view.spec is None:
         status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": view.spec_error})
     else:
         job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, meta["namespace"], view.spec.job_name)
         if job is not None:
-            return []
+            return False
         error = (
             f"StreamJob {view.spec.job_name!r} not found in namespace {meta['namespace']!r}: "
             "create the job first or correct spec.jobName"
         )
         status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
-    # The Savepoint has no job to act for; its owner here only names where the plan is executed.
-    job_name = view.spec.job_name if view.spec is not None else ""
-    owner = Owner(name=job_name, namespace=meta["namespace"], uid="")
-    await execute(deps, Observed(), Plan(actions=[PatchSavepoint(view.name, status)]), owner)
-    return [Event("Warning", "Failed", status.error or "")]
+    failed = Event("Warning", "Failed", status.error or "", savepoint=view.name, uid=meta.get("uid"))
+    plan = Plan(actions=[PatchSavepoint(view.name, status)], events=[failed])
+    await execute(deps, Observed(), plan, _no_job(savepoint))
+    return True
+
+
+def _no_job(savepoint: Obj) -> Owner:
+    """Where a Savepoint's own plan is executed: its namespace, with no StreamJob to act for."""
+    return Owner(name="", namespace=savepoint["metadata"]["namespace"], uid="")
 
 
 async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Finalized:
@@ -49,14 +54,14 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
     """
     view = savepoint_view(savepoint, None)
     if view.spec is None or not view.spec.dispose_on_delete:
-        return Finalized(True, [])
+        return Finalized(True)
     ns = savepoint["metadata"]["namespace"]
     job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
     if job is not None and view.status.trigger_id and not view.status.state.terminal:
-        return Finalized(False, [], f"savepoint {view.name} is in progress; its files go once it has ended")
+        return Finalized(False, f"savepoint {view.name} is in progress; its files go once it has ended")
     path = view.status.path
     if not path:
-        return Finalized(True, [])
+        return Finalized(True)
     spec = None
     if job is not None:
         try:
@@ -66,7 +71,9 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
     storage = await job_storage(deps, config, ns, spec, path)
     removed = await storage.dispose(path)
     message = f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
-    return Finalized(True, [Event("Normal", "Disposed", message)])
+    disposed = Event("Normal", "Disposed", message, savepoint=view.name, uid=savepoint["metadata"].get("uid"))
+    await execute(deps, Observed(), Plan(events=[disposed]), _no_job(savepoint))
+    return Finalized(True)
 
 
 __all__ = ["dispose_savepoint", "reconcile_savepoint"]

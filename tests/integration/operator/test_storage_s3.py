@@ -22,7 +22,6 @@ from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import CoordinatorView, Observed
 from sluice_operator.services.old_runs import plan_expired_runs
 from sluice_operator.services.plan import Event, Plan
-from sluice_operator.services.record import action_events
 from sluice_operator.services.storage import Storage, storage_options
 from testkit.s3 import S3Server
 from unit.runtime._graphs import graph
@@ -89,10 +88,14 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
 
 
 class _RecordingKube:
-    """Records the status patches; the storage side is what this test is about."""
+    """Records the status patches and the events; the storage side is what this test is about."""
 
     def __init__(self) -> None:
         self.patches: list[tuple[str, str, str, dict[str, object]]] = []
+        self.events: list[Event] = []
+
+    def post(self, job: Owner, event: Event) -> None:
+        self.events.append(event)
 
     async def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, object]) -> object:
         self.patches.append((plural, namespace, name, status))
@@ -102,12 +105,14 @@ class _RecordingKube:
 async def _decide_and_delete(
     kube: _RecordingKube, ctx: JobContext, obs: Observed, storage: Storage
 ) -> list[Event]:
-    """The decide step's part (which runs expired), then the act step's (delete, record them gone)."""
+    """The decide step's part (which runs expired), then the act step's (delete, record them gone);
+    the events the recorder posted."""
     plan = Plan(status=ctx.status)
     plan_expired_runs(ctx, obs, plan)
+    posted = len(kube.events)
     async with aiohttp.ClientSession() as http:
-        executed = await execute(Deps(cast(Kube, kube), http), obs, plan, ctx.owner, storage=storage)
-    return action_events(executed)
+        await execute(Deps(cast(Kube, kube), http, kube.post), obs, plan, ctx.owner, storage=storage)
+    return kube.events[posted:]
 
 
 def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Server) -> None:

@@ -11,11 +11,12 @@ import aiohttp
 import pytest
 
 from sluice_operator.kube import Kube
+from sluice_operator.manifests import Owner
 from sluice_operator.services.decide import decide
 from sluice_operator.services.execute import Done, Refused, RunsDeleted, execute
 from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import DeleteCheckpointRuns, DeleteSavepoint, Plan, TriggerSavepoint
+from sluice_operator.services.plan import DeleteCheckpointRuns, DeleteSavepoint, Event, Plan, TriggerSavepoint
 from sluice_operator.services.record import action_events
 from sluice_operator.services.storage import Storage
 
@@ -27,7 +28,13 @@ class _Recording:
     """A Kube that records the writes: the savepoint status written is what this test checks."""
 
     def __init__(self) -> None:
-        self.writes: list[tuple[str, str, Any]] = []
+        self.writes: list[tuple[str, str, Any]] = []  # status patches, deletions and events, in order
+
+    def post(self, job: Owner, event: Event) -> None:
+        self.writes.append(("event", event.savepoint or job.name, event.reason))
+
+    def deps(self, http: aiohttp.ClientSession) -> Deps:
+        return Deps(cast(Kube, self), http, self.post)
 
     async def patch_status(self, plural: str, namespace: str, name: str, patch: Any) -> None:
         self.writes.append(("patch_status", name, patch))
@@ -39,7 +46,7 @@ class _Recording:
 def _execute(plan: Plan, obs: Observed, kube: _Recording) -> Any:
     async def go() -> Any:
         async with aiohttp.ClientSession() as http:
-            return await execute(Deps(cast(Kube, kube), http), obs, plan, OWNER)
+            return await execute(kube.deps(http), obs, plan, OWNER)
 
     return asyncio.run(go())
 
@@ -68,19 +75,32 @@ def test_a_trigger_without_a_coordinator_ip_writes_the_decided_refusal_and_actin
     )
     assert kube.writes[1] == ("delete_custom", "old", None), "a refused trigger does not stop the rest"
     assert [e.reason for e in action_events(executed)] == ["SavepointFailed", "Failed", "SavepointDeleted"]
+    # Posted once acting is over, through the recorder: on the job, on the Savepoint, on the job.
+    assert kube.writes[2:] == [
+        ("event", OWNER.name, "SavepointFailed"),
+        ("event", "manual", "Failed"),
+        ("event", OWNER.name, "SavepointDeleted"),
+    ]
     assert plan.events == [], "acting reports what it did; the plan it was given stays as decided"
 
 
-def test_the_decided_status_is_written_before_any_action() -> None:
+def test_the_decided_status_is_written_before_any_action_and_the_events_after() -> None:
     kube = _Recording()
-    plan = Plan(actions=[DeleteSavepoint("old", "too many")])
+    plan = Plan(actions=[DeleteSavepoint("old", "too many")], events=[Event("Normal", "Running", "up")])
+    said = [Event("Warning", "Error", "it broke")]  # what the status change itself says
 
     async def go() -> None:
         async with aiohttp.ClientSession() as http:
-            await execute(Deps(cast(Kube, kube), http), Observed(), plan, OWNER, status={"error": None})
+            await execute(kube.deps(http), Observed(), plan, OWNER, status={"error": "it broke"}, said=said)
 
     asyncio.run(go())
-    assert kube.writes == [("patch_status", OWNER.name, {"error": None}), ("delete_custom", "old", None)]
+    assert kube.writes == [
+        ("patch_status", OWNER.name, {"error": "it broke"}),
+        ("delete_custom", "old", None),
+        ("event", OWNER.name, "Running"),
+        ("event", OWNER.name, "Error"),
+        ("event", OWNER.name, "SavepointDeleted"),
+    ]
 
 
 def test_expired_runs_are_deleted_then_recorded_gone(tmp_path: Path) -> None:
@@ -94,13 +114,16 @@ def test_expired_runs_are_deleted_then_recorded_gone(tmp_path: Path) -> None:
 
     async def go() -> Any:
         async with aiohttp.ClientSession() as http:
-            deps = Deps(cast(Kube, kube), http)
+            deps = kube.deps(http)
             return await execute(deps, Observed(), Plan(actions=[action]), OWNER, storage=Storage())
 
     executed = asyncio.run(go())
     assert sorted(p.name for p in root.iterdir()) == ["b"]
     assert executed.results == (RunsDeleted(action, deleted=("a",)),)
-    assert kube.writes == [("patch_status", OWNER.name, {"checkpointRuns": ["b"]})]
+    assert kube.writes == [
+        ("patch_status", OWNER.name, {"checkpointRuns": ["b"]}),
+        ("event", OWNER.name, "CheckpointsDeleted"),
+    ]
 
 
 def test_runs_whose_deletion_fails_stay_recorded(tmp_path: Path) -> None:
@@ -115,8 +138,10 @@ def test_runs_whose_deletion_fails_stay_recorded(tmp_path: Path) -> None:
     async def go() -> Any:
         async with aiohttp.ClientSession() as http:
             plan = Plan(actions=[DeleteCheckpointRuns(str(root), runs=("a",), remaining=())])
-            return await execute(Deps(cast(Kube, kube), http), Observed(), plan, OWNER, storage=_Failing())
+            return await execute(kube.deps(http), Observed(), plan, OWNER, storage=_Failing())
 
     with pytest.raises(OSError, match="storage unavailable"):
         asyncio.run(go())
-    assert kube.writes == [], "the next reconcile decides to delete them again"
+    assert kube.writes == [], (
+        "nothing recorded, nothing said: the next reconcile decides to delete them again"
+    )
