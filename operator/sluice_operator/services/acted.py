@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sluice_operator.models import SavepointStatus
 
-from .plan import Action, DeleteCheckpointRuns, TriggerSavepoint
+from .monitoring import MonitorState
+from .plan import Action, DeleteCheckpointRuns, EnsureJobSecret, EnsurePodMonitor, TriggerSavepoint
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,21 @@ class RunsDeleted:
     deleted: tuple[str, ...]
 
 
-Result = Done | Refused | RunsDeleted
+@dataclass(frozen=True)
+class SecretReady:
+    """The job's Secret is in place; `token` is its REST token (never logged, never recorded)."""
+
+    action: EnsureJobSecret
+    token: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class MonitorEnsured:
+    action: EnsurePodMonitor
+    state: MonitorState
+
+
+Result = Done | Refused | RunsDeleted | SecretReady | MonitorEnsured
 
 
 @dataclass(frozen=True)
@@ -40,5 +55,13 @@ class Executed:
 
     results: tuple[Result, ...] = ()
 
+    @property
+    def rest_token(self) -> str | None:
+        return next((r.token for r in self.results if isinstance(r, SecretReady)), None)
 
-__all__ = ["Done", "Executed", "Refused", "Result", "RunsDeleted"]
+    @property
+    def monitor(self) -> MonitorState | None:
+        return next((r.state for r in self.results if isinstance(r, MonitorEnsured)), None)
+
+
+__all__ = ["Done", "Executed", "MonitorEnsured", "Refused", "Result", "RunsDeleted", "SecretReady"]

@@ -19,7 +19,9 @@ from sluice_operator import manifests as m
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
-from .acted import Done, Executed, Refused, Result, RunsDeleted
+from .acted import Done, Executed, MonitorEnsured, Refused, Result, RunsDeleted, SecretReady
+from .auth import ensure_job_secret, ensure_state_key
+from .monitoring import ensure_pod_monitor
 from .observe import Deps
 from .observed import Observed
 from .old_runs import delete_runs
@@ -29,10 +31,14 @@ from .plan import (
     DeleteCheckpointRuns,
     DeletePods,
     DeleteSavepoint,
+    EnsureJobSecret,
+    EnsurePodMonitor,
+    EnsureStateKey,
     Event,
     LabelSavepoint,
     PatchSavepoint,
     Plan,
+    Prerequisite,
     SetDesiredState,
     StartRun,
     TriggerSavepoint,
@@ -115,6 +121,9 @@ async def execute(
     acting = _Acting(deps, obs, owner, recorder, storage)
     results: list[Result] = []
     for action in plan.actions:
+        if isinstance(action, Prerequisite):  # asked for on every reconcile: not logged each time
+            results.append(await _prerequisite(acting, action))
+            continue
         log.info("%s/%s: %s", owner.namespace, owner.name, _describe(action))
         results.append(await _one(acting, action))
     executed = Executed(tuple(results))
@@ -135,6 +144,18 @@ async def _one(acting: _Acting, action: Action) -> Result:
             return await _delete_runs(acting, action)
         case _:
             return await _on_savepoint(acting, action)
+    return Done(action)
+
+
+async def _prerequisite(acting: _Acting, action: Prerequisite) -> Result:
+    kube, owner = acting.deps.kube, acting.owner
+    match action:
+        case EnsureJobSecret():
+            return SecretReady(action, await ensure_job_secret(kube, owner))
+        case EnsureStateKey():
+            await ensure_state_key(kube, owner.namespace)
+        case EnsurePodMonitor(config=config):
+            return MonitorEnsured(action, await ensure_pod_monitor(kube, owner, config))
     return Done(action)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sluice_operator.manifests import Manifest, Run
-from sluice_operator.models import JobState, SavepointStatus, StreamJobStatus
+from sluice_operator.models import JobState, PodMonitorConfig, SavepointStatus, StreamJobStatus
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,25 @@ class DeleteCheckpointRuns:
     remaining: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class EnsureJobSecret:
+    """Create the job's Secret (REST token, Spark secret) unless it exists; an existing one is kept."""
+
+
+@dataclass(frozen=True)
+class EnsureStateKey:
+    """Create the namespace's state key Secret unless it exists; an existing one is never drawn again."""
+
+
+@dataclass(frozen=True)
+class EnsurePodMonitor:
+    """Keep the job's PodMonitor in place (with the operator's PodMonitor option)."""
+
+    config: PodMonitorConfig
+
+
+Prerequisite = EnsureJobSecret | EnsureStateKey | EnsurePodMonitor
+
 Action = (
     StartRun
     | DeletePods
@@ -98,6 +117,7 @@ Action = (
     | PatchSavepoint
     | DeleteSavepoint
     | (SetDesiredState | LabelSavepoint | DeleteCheckpointRuns)
+    | Prerequisite
 )
 
 

@@ -1,4 +1,7 @@
-"""One idempotent reconcile of a StreamJob: observe -> validate -> decide -> act -> record."""
+"""One idempotent reconcile of a StreamJob: validate -> observe -> decide -> act (which records).
+
+Every side effect of a reconcile is an action of a plan, carried out by `execute`, the one holder of the
+recorder."""
 
 from __future__ import annotations
 
@@ -11,11 +14,10 @@ from sluice_operator import manifests as m
 from sluice_operator.models import DegradedReason, OperatorConfig, StreamJobStatus
 from sluice_operator.models import constants as c
 
-from .auth import JobSecretError, ensure_job_secret, ensure_state_key
-from .decide import decide
+from .auth import JobSecretError
+from .decide import decide, prerequisites
 from .execute import execute
 from .gather import gather, generation_of, owner_of, read_status
-from .monitoring import ensure_pod_monitor
 from .observe import Deps
 from .observed import Observed
 from .outcome import Outcome
@@ -41,21 +43,20 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     except InvalidSpecError as problem:
         return await degraded(problem.reason, str(problem))
     try:
-        # Before anything else: a coordinator is only started, and only called, with the job's Secret.
-        token = await ensure_job_secret(deps.kube, owner)
-        await ensure_state_key(deps.kube, owner.namespace)
+        # A plan of its own, acted on before observing: the coordinator is only called with the token of
+        # the job's Secret, and a new run only started once the Secret exists.
+        ready = await execute(deps, Observed(), prerequisites(config), owner)
     except JobSecretError as problem:
         return await degraded(DegradedReason.SECRET_CONFLICT, str(problem))
     found = await gather(
-        deps, config, job, spec, rest_token=token, now_ms=now_ms, new_job_id=uuid.uuid4().hex
+        deps, config, job, spec, rest_token=ready.rest_token, now_ms=now_ms, new_job_id=uuid.uuid4().hex
     )
     ctx, obs = found.ctx, found.obs
     if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
         # Deciding without knowing how the last run ended could restart a finished job: wait instead.
         return await degraded(DegradedReason.STORAGE_UNAVAILABLE, obs.storage_error)
     plan = decide(ctx, obs)
-    monitor = await ensure_pod_monitor(deps.kube, owner, config.pod_monitor) if config.pod_monitor else None
-    recorded = record_status(old, plan.status, monitor, generation=ctx.generation, now_ms=now_ms)
+    recorded = record_status(old, plan.status, ready.monitor, generation=ctx.generation, now_ms=now_ms)
     await execute(deps, obs, plan, owner, status=recorded.patch, said=recorded.events, storage=found.storage)
     return Outcome(
         requeue_s=plan.requeue_s,
