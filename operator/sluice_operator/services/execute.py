@@ -205,4 +205,4 @@ def _describe(action: Action) -> str:
             return type(action).__name__
 
 
-__all__ = ["Done", "Executed", "Refused", "Result", "RunsDeleted", "execute", "start_run"]
+__all__ = ["execute", "start_run"]

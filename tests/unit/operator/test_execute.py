@@ -12,8 +12,9 @@ import pytest
 
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
+from sluice_operator.services.acted import Done, Refused, RunsDeleted
 from sluice_operator.services.decide import decide
-from sluice_operator.services.execute import Done, Refused, RunsDeleted, execute
+from sluice_operator.services.execute import execute
 from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import Observed
 from sluice_operator.services.plan import DeleteCheckpointRuns, DeleteSavepoint, Event, Plan, TriggerSavepoint

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from sluice_operator.models import LifecycleState, StreamJobStatus
-from sluice_operator.services.execute import Executed, RunsDeleted
+from sluice_operator.services.acted import Executed, RunsDeleted
 from sluice_operator.services.plan import DeleteCheckpointRuns
 from sluice_operator.services.record import action_events, record_deleting
 
