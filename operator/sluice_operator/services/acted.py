@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from sluice_operator.models import SavepointStatus
 
 from .monitoring import MonitorState
-from .plan import Action, DeleteCheckpointRuns, EnsureJobSecret, EnsurePodMonitor, TriggerSavepoint
+from .plan import (
+    Action,
+    DeleteCheckpointRuns,
+    DisposeSavepointFiles,
+    EnsureJobSecret,
+    EnsurePodMonitor,
+    TriggerSavepoint,
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,15 @@ class MonitorEnsured:
     state: MonitorState
 
 
-Result = Done | Refused | RunsDeleted | SecretReady | MonitorEnsured
+@dataclass(frozen=True)
+class FilesDisposed:
+    """A Savepoint's files deleted (`removed`), or found gone already."""
+
+    action: DisposeSavepointFiles
+    removed: bool
+
+
+Result = Done | Refused | RunsDeleted | SecretReady | MonitorEnsured | FilesDisposed
 
 
 @dataclass(frozen=True)
@@ -64,4 +79,13 @@ class Executed:
         return next((r.state for r in self.results if isinstance(r, MonitorEnsured)), None)
 
 
-__all__ = ["Done", "Executed", "MonitorEnsured", "Refused", "Result", "RunsDeleted", "SecretReady"]
+__all__ = [
+    "Done",
+    "Executed",
+    "FilesDisposed",
+    "MonitorEnsured",
+    "Refused",
+    "Result",
+    "RunsDeleted",
+    "SecretReady",
+]

@@ -23,11 +23,10 @@ from .auth import rest_token
 from .context import JobContext
 from .execute import execute
 from .gather import gather, owner_of, read_status
-from .monitoring import delete_pod_monitor
 from .observe import Deps, job_savepoints
 from .observed import Observed
 from .outcome import Finalized
-from .plan import CreateSavepoint, Event, Plan
+from .plan import CreateSavepoint, DeleteOwned, Event, Plan
 from .record import record_deleting
 from .savepoints import plan_savepoints
 from .validate import InvalidSpecError, require_storage, streamjob_spec
@@ -52,27 +51,25 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         and await _savepoint_before_delete(deps, config, job, spec)
     ):
         return Finalized(False, "waiting for the savepoint on deletion")
-    for view in await job_savepoints(deps.kube, ns, owner.name, owner.uid):
-        if view.owned:  # their own finalizer disposes of the files when disposeOnDelete is set
-            await deps.kube.delete_custom(c.SAVEPOINT_PLURAL, ns, view.name)
+    views = await job_savepoints(deps.kube, ns, owner.name, owner.uid)
     coordinator = m.coordinator_name(owner.name)
-    await deps.kube.delete_pod(ns, coordinator)
+    # Owned Savepoints go with the job; their own finalizer disposes of the files with disposeOnDelete.
+    first = [DeleteOwned(c.SAVEPOINT_KIND, view.name) for view in views if view.owned]
+    await execute(deps, Observed(), Plan(actions=[*first, DeleteOwned("Pod", coordinator)]), owner)
     pods = await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}")
     if any(pod["metadata"]["name"] == coordinator for pod in pods):
         # Its Spark driver replaces executor pods that go while it still runs (its shutdown takes the
         # grace period): TaskManagers deleted now could come back as new pods. Once it is gone,
         # nothing makes them; its own pods also go with it (they are its dependents).
         return Finalized(False, f"waiting for pod {coordinator} to stop")
-    await _delete_owned(deps, config, owner, pods)
+    await execute(deps, Observed(), teardown(config, owner, pods), owner)
     return Finalized(True)
 
 
-async def _delete_owned(deps: Deps, config: OperatorConfig, owner: m.Owner, pods: list[Obj]) -> None:
-    """Everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
-    ns = owner.namespace
-    for pod in pods:
-        await deps.kube.delete_pod(ns, pod["metadata"]["name"])
-    owned = [
+def teardown(config: OperatorConfig, owner: m.Owner, pods: list[Obj]) -> Plan:
+    """Deleting everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
+    owned = [("Pod", pod["metadata"]["name"]) for pod in pods]
+    owned += [
         ("Service", m.rest_service_name(owner.name)),
         ("ConfigMap", m.config_map_name(owner.name)),
         ("RoleBinding", m.driver_account_name(owner.name)),
@@ -84,11 +81,10 @@ async def _delete_owned(deps: Deps, config: OperatorConfig, owner: m.Owner, pods
     ]
     if config.network_policies:  # else the operator may lack the rights to delete (or need) them
         owned.append(("NetworkPolicy", m.network_policy_name(owner.name)))
-    for kind, name in owned:
-        await deps.kube.delete(kind, ns, name)
     if config.pod_monitor is not None:
         # Like the Secret: gone now, so that a job recreated at once under the name is not refused it.
-        await delete_pod_monitor(deps.kube, owner)
+        owned.append((m.POD_MONITOR_KIND, m.pod_monitor_name(owner.name)))
+    return Plan(actions=[DeleteOwned(kind, name) for kind, name in owned])
 
 
 async def _savepoint_before_delete(deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec) -> bool:

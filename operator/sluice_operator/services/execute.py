@@ -19,9 +19,9 @@ from sluice_operator import manifests as m
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
-from .acted import Done, Executed, MonitorEnsured, Refused, Result, RunsDeleted, SecretReady
+from .acted import Done, Executed, FilesDisposed, MonitorEnsured, Refused, Result, RunsDeleted, SecretReady
 from .auth import ensure_job_secret, ensure_state_key
-from .monitoring import ensure_pod_monitor
+from .monitoring import delete_pod_monitor, ensure_pod_monitor
 from .observe import Deps
 from .observed import Observed
 from .old_runs import delete_runs
@@ -29,8 +29,10 @@ from .plan import (
     Action,
     CreateSavepoint,
     DeleteCheckpointRuns,
+    DeleteOwned,
     DeletePods,
     DeleteSavepoint,
+    DisposeSavepointFiles,
     EnsureJobSecret,
     EnsurePodMonitor,
     EnsureStateKey,
@@ -142,6 +144,8 @@ async def _one(acting: _Acting, action: Action) -> Result:
             await _set_desired_state(acting, action)
         case DeleteCheckpointRuns():
             return await _delete_runs(acting, action)
+        case DeleteOwned():
+            await _delete_owned(acting, action)
         case _:
             return await _on_savepoint(acting, action)
     return Done(action)
@@ -172,7 +176,28 @@ async def _on_savepoint(acting: _Acting, action: Action) -> Result:
             await kube.delete_custom(c.SAVEPOINT_PLURAL, ns, name)
         case LabelSavepoint(name=name, labels=labels):
             await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, name, {"metadata": {"labels": labels}})
+        case DisposeSavepointFiles(path=path):
+            return FilesDisposed(action, await _storage(acting).dispose(path))
     return Done(action)
+
+
+def _storage(acting: _Acting) -> Storage:
+    if acting.storage is None:
+        raise RuntimeError(f"a plan that deletes files is executed with their storage ({acting.owner})")
+    return acting.storage
+
+
+async def _delete_owned(acting: _Acting, action: DeleteOwned) -> None:
+    kube, ns = acting.deps.kube, acting.owner.namespace
+    match action.kind:
+        case c.SAVEPOINT_KIND:
+            await kube.delete_custom(c.SAVEPOINT_PLURAL, ns, action.name)
+        case "Pod":
+            await kube.delete_pod(ns, action.name)
+        case m.POD_MONITOR_KIND:
+            await delete_pod_monitor(kube, acting.owner)  # only the job's own, if the CRD is there
+        case _:
+            await kube.delete(action.kind, ns, action.name)
 
 
 async def _set_desired_state(acting: _Acting, action: SetDesiredState) -> None:
@@ -186,9 +211,7 @@ async def _set_desired_state(acting: _Acting, action: SetDesiredState) -> None:
 
 async def _delete_runs(acting: _Acting, action: DeleteCheckpointRuns) -> RunsDeleted:
     """Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again."""
-    if acting.storage is None:
-        raise RuntimeError("a plan that deletes checkpoint runs is executed with the job's storage")
-    deleted = await delete_runs(acting.storage, action.checkpoint_dir, list(action.runs))
+    deleted = await delete_runs(_storage(acting), action.checkpoint_dir, list(action.runs))
     await acting.recorder.job_status(acting.owner.name, {"checkpointRuns": list(action.remaining)})
     return RunsDeleted(action, tuple(deleted))
 
@@ -199,6 +222,8 @@ def _describe(action: Action) -> str:
             return f"start job {run.job_id} from {run.restore_from or 'empty state'}"
         case DeletePods(names=names, reason=reason):
             return f"delete pods {', '.join(names)} ({reason})"
+        case DeleteOwned(kind=kind, name=name):
+            return f"delete {kind} {name} (the job is being deleted)"
         case DeleteCheckpointRuns(runs=runs):
             return f"delete the checkpoints of earlier runs {', '.join(runs)}"
         case _:

@@ -107,6 +107,23 @@ class EnsurePodMonitor:
     config: PodMonitorConfig
 
 
+@dataclass(frozen=True)
+class DeleteOwned:
+    """Delete an object of the job's (its finalizer's part); one gone already counts as deleted."""
+
+    kind: str  # Pod, Service, ..., Savepoint, PodMonitor
+    name: str
+
+
+@dataclass(frozen=True)
+class DisposeSavepointFiles:
+    """Delete the files of a Savepoint with disposeOnDelete (its finalizer's part)."""
+
+    name: str
+    path: str
+    uid: str | None = None  # of the Savepoint, for the event that says so
+
+
 Prerequisite = EnsureJobSecret | EnsureStateKey | EnsurePodMonitor
 
 Action = (
@@ -116,7 +133,7 @@ Action = (
     | TriggerSavepoint
     | PatchSavepoint
     | DeleteSavepoint
-    | (SetDesiredState | LabelSavepoint | DeleteCheckpointRuns)
+    | (SetDesiredState | LabelSavepoint | DeleteCheckpointRuns | DeleteOwned | DisposeSavepointFiles)
     | Prerequisite
 )
 

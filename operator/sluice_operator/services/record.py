@@ -17,7 +17,7 @@ from sluice_operator.models import (
     StreamJobStatus,
 )
 
-from .acted import Executed, Refused, RunsDeleted
+from .acted import Executed, FilesDisposed, Refused, RunsDeleted
 from .conditions import set_condition
 from .monitoring import MonitorState, monitor_condition
 from .plan import DeleteSavepoint, Event
@@ -109,7 +109,13 @@ def action_events(executed: Executed) -> list[Event]:
     refused for good."""
     events: list[Event] = []
     for result in executed.results:  # in the order of the actions
-        if isinstance(result, RunsDeleted):
+        if isinstance(result, FilesDisposed):
+            path = result.action.path
+            message = f"deleted savepoint files at {path}" if result.removed else f"{path} was already gone"
+            events.append(
+                Event("Normal", "Disposed", message, savepoint=result.action.name, uid=result.action.uid)
+            )
+        elif isinstance(result, RunsDeleted):
             events += [
                 Event("Normal", "CheckpointsDeleted", f"deleted the checkpoints of earlier run {run}")
                 for run in result.deleted

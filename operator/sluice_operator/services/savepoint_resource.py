@@ -12,7 +12,7 @@ from .gather import job_storage
 from .observe import Deps, savepoint_view
 from .observed import Observed
 from .outcome import Finalized
-from .plan import Event, PatchSavepoint, Plan
+from .plan import DisposeSavepointFiles, Event, PatchSavepoint, Plan
 from .validate import InvalidSpecError, streamjob_spec
 
 
@@ -69,10 +69,8 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
         except InvalidSpecError:
             spec = None
     storage = await job_storage(deps, config, ns, spec, path)
-    removed = await storage.dispose(path)
-    message = f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
-    disposed = Event("Normal", "Disposed", message, savepoint=view.name, uid=savepoint["metadata"].get("uid"))
-    await execute(deps, Observed(), Plan(events=[disposed]), _no_job(savepoint))
+    dispose = DisposeSavepointFiles(view.name, path, savepoint["metadata"].get("uid"))
+    await execute(deps, Observed(), Plan(actions=[dispose]), _no_job(savepoint), storage=storage)
     return Finalized(True)
 
 

@@ -17,7 +17,14 @@ from sluice_operator.services.decide import decide
 from sluice_operator.services.execute import execute
 from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import DeleteCheckpointRuns, DeleteSavepoint, Event, Plan, TriggerSavepoint
+from sluice_operator.services.plan import (
+    DeleteCheckpointRuns,
+    DeleteSavepoint,
+    DisposeSavepointFiles,
+    Event,
+    Plan,
+    TriggerSavepoint,
+)
 from sluice_operator.services.record import action_events
 from sluice_operator.services.storage import Storage
 
@@ -146,3 +153,24 @@ def test_runs_whose_deletion_fails_stay_recorded(tmp_path: Path) -> None:
     assert kube.writes == [], (
         "nothing recorded, nothing said: the next reconcile decides to delete them again"
     )
+
+
+def test_a_savepoints_files_are_disposed_of_and_said_so_on_the_savepoint(tmp_path: Path) -> None:
+    path = tmp_path / "savepoint-counts-7"
+    path.mkdir()
+    (path / "_metadata").write_text("{}")
+    dispose = DisposeSavepointFiles("counts-upgrade-7", str(path), uid="sp-uid")
+    kube = _Recording()
+
+    async def go() -> str:
+        async with aiohttp.ClientSession() as http:
+            plan = Plan(actions=[dispose])
+            executed = await execute(kube.deps(http), Observed(), plan, OWNER, storage=Storage())
+        (said,) = action_events(executed)
+        return said.message
+
+    assert asyncio.run(go()) == f"deleted savepoint files at {path}"
+    assert not path.exists()
+    # Its finalizer runs again (the first run's removal of the finalizer was lost): nothing to delete.
+    assert asyncio.run(go()) == f"{path} was already gone"
+    assert kube.writes == [("event", "counts-upgrade-7", "Disposed")] * 2
