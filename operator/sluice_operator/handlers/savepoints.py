@@ -7,13 +7,14 @@ from typing import Any
 
 import kopf
 
+from sluice_operator.manifests import Owner
 from sluice_operator.models import SavepointState
 from sluice_operator.models import constants as c
-from sluice_operator.services import dispose_savepoint, reconcile_savepoint
+from sluice_operator.services import Event, dispose_savepoint, reconcile_savepoint
 
 from . import metrics
 from ._runtime import RUNTIME
-from .streamjobs import namespaced, reconcile, savepoint_ref
+from .streamjobs import namespaced, post_event, reconcile
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +27,18 @@ async def on_savepoint_event(
         return
     ns = namespaced(namespace)
     try:
-        events = await reconcile_savepoint(RUNTIME.require(), dict(body))
+        failed = await reconcile_savepoint(RUNTIME.require(), dict(body))
     except Exception as error:
         metrics.RECONCILES.labels("savepoint", "error").inc()
         log.exception("reconcile of Savepoint %s/%s failed", ns, name)
-        kopf.event(savepoint_ref(ns, name, uid), type="Warning", reason="ReconcileError", message=str(error))
+        failure = Event("Warning", "ReconcileError", str(error), savepoint=name, uid=uid)
+        post_event(Owner(name="", namespace=ns, uid=""), failure)
         return
     metrics.RECONCILES.labels("savepoint", "ok").inc()
-    for event in events:
-        kopf.event(savepoint_ref(ns, name, uid), type=event.type, reason=event.reason, message=event.message)
+    if failed:
         metrics.SAVEPOINTS.labels(SavepointState.FAILED.value).inc()
     job = spec.get("jobName")
-    if job and not events:
+    if job and not failed:
         await reconcile(ns, str(job))  # the job drives its savepoints: wake it up
 
 
@@ -46,12 +47,8 @@ def _disposable(spec: kopf.Spec, **_: Any) -> bool:
 
 
 @kopf.on.delete(c.GROUP, c.VERSION, c.SAVEPOINT_PLURAL, when=_disposable)
-async def on_savepoint_delete(
-    *, body: kopf.Body, namespace: str | None, name: str, uid: str, **_: Any
-) -> None:
-    ns = namespaced(namespace)
+async def on_savepoint_delete(*, body: kopf.Body, namespace: str | None, **_: Any) -> None:
+    namespaced(namespace)  # refuses a Savepoint without one
     disposal = await dispose_savepoint(RUNTIME.require(), RUNTIME.config, dict(body))
-    for event in disposal.events:
-        kopf.event(savepoint_ref(ns, name, uid), type=event.type, reason=event.reason, message=event.message)
     if not disposal.done:
         raise kopf.TemporaryError(disposal.message, delay=2)

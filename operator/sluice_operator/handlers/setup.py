@@ -19,6 +19,7 @@ from sluice_operator.services.monitoring import forget_crd_absence
 
 from . import metrics
 from ._runtime import RUNTIME, Election
+from .streamjobs import post_event
 
 ENV_METRICS_PORT = "SLUICE_OPERATOR_METRICS_PORT"
 PEERING_GROUP, PEERING_VERSION = "kopf.dev", "v1"
@@ -42,7 +43,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.WARNING  # our own events say what happened; kopf's chatter stays in logs
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 30
-    RUNTIME.deps = Deps(kube=Kube(await api_client()), http=session())
+    RUNTIME.deps = Deps(kube=Kube(await api_client()), http=session(), events=post_event)
     RUNTIME.stop_metrics = metrics.serve(int(os.environ.get(ENV_METRICS_PORT, "9090")))
     if RUNTIME.election is not None:
         await warn_missing_peerings(RUNTIME.deps.kube.custom, RUNTIME.election)

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import kopf
 
+from sluice_operator.manifests import Owner
 from sluice_operator.models import SavepointState
 from sluice_operator.models import constants as c
 from sluice_operator.services import Event, finalize_job, reconcile_job
@@ -48,16 +49,16 @@ def savepoint_ref(namespace: str, name: str, uid: str | None = None) -> kopf.Bod
     return _ref(c.SAVEPOINT_KIND, namespace, name, uid)
 
 
-def post(events: list[Event], namespace: str, job: str, uid: str | None = None) -> None:
-    for event in events:
-        if event.savepoint is not None:
-            target = savepoint_ref(namespace, event.savepoint, event.uid)
-        else:
-            target = job_ref(namespace, job, uid)
-        kopf.event(target, type=event.type, reason=event.reason, message=event.message[:1000])
-        metrics.EVENTS.labels(event.type, event.reason).inc()
-        if event.savepoint is None and event.reason in _SAVEPOINT_OUTCOMES:
-            metrics.SAVEPOINTS.labels(event.reason.removeprefix("Savepoint")).inc()
+def post_event(job: Owner, event: Event) -> None:
+    """The recorder's sink: one Kubernetes Event on the StreamJob, or on the Savepoint it names."""
+    if event.savepoint is not None:
+        target = savepoint_ref(job.namespace, event.savepoint, event.uid)
+    else:
+        target = job_ref(job.namespace, job.name, job.uid or None)
+    kopf.event(target, type=event.type, reason=event.reason, message=event.message[:1000])
+    metrics.EVENTS.labels(event.type, event.reason).inc()
+    if event.savepoint is None and event.reason in _SAVEPOINT_OUTCOMES:
+        metrics.SAVEPOINTS.labels(event.reason.removeprefix("Savepoint")).inc()
 
 
 async def reconcile(namespace: str, name: str) -> float | None:
@@ -72,18 +73,13 @@ async def reconcile(namespace: str, name: str) -> float | None:
         except Exception as error:  # never let one job's trouble stop the operator
             metrics.RECONCILES.labels("streamjob", "error").inc()
             log.exception("reconcile of %s/%s failed", namespace, name)
-            kopf.event(
-                job_ref(namespace, name),
-                type="Warning",
-                reason="ReconcileError",
-                message=f"{type(error).__name__}: {error}"[:1000],
-            )
+            failure = Event("Warning", "ReconcileError", f"{type(error).__name__}: {error}")
+            post_event(Owner(name=name, namespace=namespace, uid=""), failure)
             return 5.0
         finally:
             metrics.RECONCILE_SECONDS.labels("streamjob").observe(time.monotonic() - started)
         metrics.RECONCILES.labels("streamjob", "ok").inc()
         metrics.record_lifecycle(namespace, name, outcome.lifecycle)
-        post(outcome.events, namespace, name, outcome.uid)
         return outcome.requeue_s
 
 
@@ -123,7 +119,6 @@ async def on_streamjob_delete(*, body: kopf.Body, namespace: str | None, name: s
     async with RUNTIME.lock(ns, name):
         job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, name)
         result = await finalize_job(deps, RUNTIME.config, job if job is not None else dict(body))
-    post(result.events, ns, name, body.metadata.uid)
     if not result.done:
         raise kopf.TemporaryError(result.message, delay=2)
     metrics.record_lifecycle(ns, name, None)

@@ -17,6 +17,7 @@ from .network import network_policy, network_policy_name
 from .pod_monitor import (
     POD_MONITOR_CRD,
     POD_MONITOR_GROUP,
+    POD_MONITOR_KIND,
     POD_MONITOR_PATH,
     POD_MONITOR_PLURAL,
     POD_MONITOR_VERSION,
@@ -52,6 +53,7 @@ __all__ = [
     "OPERATOR_SPARK_KEYS",
     "POD_MONITOR_CRD",
     "POD_MONITOR_GROUP",
+    "POD_MONITOR_KIND",
     "POD_MONITOR_PATH",
     "POD_MONITOR_PLURAL",
     "POD_MONITOR_VERSION",

@@ -17,6 +17,7 @@ from .secret import REST_TOKEN_KEY, job_secret_name
 POD_MONITOR_GROUP = "monitoring.coreos.com"
 POD_MONITOR_VERSION = "v1"
 POD_MONITOR_PLURAL = "podmonitors"
+POD_MONITOR_KIND = "PodMonitor"
 POD_MONITOR_CRD = f"{POD_MONITOR_PLURAL}.{POD_MONITOR_GROUP}"
 POD_MONITOR_PATH = "/metrics"
 
@@ -46,7 +47,7 @@ def pod_monitor(owner: Owner, config: PodMonitorConfig) -> Manifest:
     meta["labels"] = {**config.labels, **meta["labels"]}
     return {
         "apiVersion": f"{POD_MONITOR_GROUP}/{POD_MONITOR_VERSION}",
-        "kind": "PodMonitor",
+        "kind": POD_MONITOR_KIND,
         "metadata": meta,
         "spec": {
             "selector": {"matchLabels": {c.LABEL_JOB: owner.name, c.LABEL_ROLE: c.ROLE_COORDINATOR}},
@@ -58,6 +59,7 @@ def pod_monitor(owner: Owner, config: PodMonitorConfig) -> Manifest:
 __all__ = [
     "POD_MONITOR_CRD",
     "POD_MONITOR_GROUP",
+    "POD_MONITOR_KIND",
     "POD_MONITOR_PATH",
     "POD_MONITOR_PLURAL",
     "POD_MONITOR_VERSION",

@@ -14,6 +14,7 @@ from sluice_operator.models import (
     JobState,
     JobStatus,
     LifecycleState,
+    OperatorConfig,
     PodPhase,
     RunState,
     SavepointKind,
@@ -26,8 +27,18 @@ from ._status import job_from_coordinator, job_from_result, last_checkpoint, sav
 from .conditions import job_conditions
 from .context import JobContext
 from .observed import JobResult, Observed
-from .old_runs import remember_run
-from .plan import DeletePods, DeleteSavepoint, Event, Plan, StartRun
+from .old_runs import plan_expired_runs, remember_run
+from .plan import (
+    Action,
+    DeletePods,
+    DeleteSavepoint,
+    EnsureJobSecret,
+    EnsurePodMonitor,
+    EnsureStateKey,
+    Event,
+    Plan,
+    StartRun,
+)
 from .savepoint_housekeeping import periodic_and_cleanup
 from .savepoints import SavepointOutlook, ensure_stop_savepoint, plan_savepoints
 
@@ -51,6 +62,16 @@ def deployed_hash(ctx: JobContext, obs: Observed) -> str | None:
         except ValueError:
             return None
     return None
+
+
+def prerequisites(config: OperatorConfig) -> Plan:
+    """What must be in place before a job is observed: its Secret first (a coordinator is only started,
+    and only called, with its token), the namespace's state key, and its PodMonitor when the operator
+    keeps one. Each is idempotent, so every reconcile asks for all of them."""
+    actions: list[Action] = [EnsureJobSecret(), EnsureStateKey()]
+    if config.pod_monitor is not None:
+        actions.append(EnsurePodMonitor(config.pod_monitor))
+    return Plan(actions=actions)
 
 
 def decide(ctx: JobContext, obs: Observed) -> Plan:
@@ -93,6 +114,7 @@ def decide(ctx: JobContext, obs: Observed) -> Plan:
         generation=ctx.generation,
         now_ms=ctx.now_ms,
     )
+    plan_expired_runs(ctx, obs, plan)
     return plan
 
 

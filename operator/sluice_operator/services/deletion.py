@@ -23,12 +23,11 @@ from .auth import rest_token
 from .context import JobContext
 from .execute import execute
 from .gather import gather, owner_of, read_status
-from .monitoring import delete_pod_monitor
 from .observe import Deps, job_savepoints
 from .observed import Observed
 from .outcome import Finalized
-from .plan import CreateSavepoint, Event, Plan
-from .record import action_events, record_deleting
+from .plan import CreateSavepoint, DeleteOwned, Event, Plan
+from .record import record_deleting
 from .savepoints import plan_savepoints
 from .validate import InvalidSpecError, require_storage, streamjob_spec
 
@@ -37,43 +36,40 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     """Called while the StreamJob has a deletionTimestamp; done=True lets the finalizer go."""
     owner = owner_of(job)
     ns = owner.namespace
-    events: list[Event] = []
     status = read_status(job)
     if status.lifecycle_state is not LifecycleState.DELETING:
         recorded = record_deleting(dict(job.get("status") or {}), status)
-        await deps.kube.patch_status(c.STREAMJOB_PLURAL, ns, owner.name, recorded.patch)
-        events += recorded.events
+        await execute(deps, Observed(), Plan(), owner, status=recorded.patch, said=recorded.events)
     try:
         spec = streamjob_spec(job.get("spec"))
         require_storage(spec, config)  # without storage the job never ran: nothing to save
     except InvalidSpecError:
         spec = None
-    if spec is not None and spec.savepoints.on_delete:
-        waiting, said = await _savepoint_before_delete(deps, config, job, spec)
-        events += said
-        if waiting:
-            return Finalized(False, events, "waiting for the savepoint on deletion")
-    for view in await job_savepoints(deps.kube, ns, owner.name, owner.uid):
-        if view.owned:  # their own finalizer disposes of the files when disposeOnDelete is set
-            await deps.kube.delete_custom(c.SAVEPOINT_PLURAL, ns, view.name)
+    if (
+        spec is not None
+        and spec.savepoints.on_delete
+        and await _savepoint_before_delete(deps, config, job, spec)
+    ):
+        return Finalized(False, "waiting for the savepoint on deletion")
+    views = await job_savepoints(deps.kube, ns, owner.name, owner.uid)
     coordinator = m.coordinator_name(owner.name)
-    await deps.kube.delete_pod(ns, coordinator)
+    # Owned Savepoints go with the job; their own finalizer disposes of the files with disposeOnDelete.
+    first = [DeleteOwned(c.SAVEPOINT_KIND, view.name) for view in views if view.owned]
+    await execute(deps, Observed(), Plan(actions=[*first, DeleteOwned("Pod", coordinator)]), owner)
     pods = await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}")
     if any(pod["metadata"]["name"] == coordinator for pod in pods):
         # Its Spark driver replaces executor pods that go while it still runs (its shutdown takes the
         # grace period): TaskManagers deleted now could come back as new pods. Once it is gone,
         # nothing makes them; its own pods also go with it (they are its dependents).
-        return Finalized(False, events, f"waiting for pod {coordinator} to stop")
-    await _delete_owned(deps, config, owner, pods)
-    return Finalized(True, events)
+        return Finalized(False, f"waiting for pod {coordinator} to stop")
+    await execute(deps, Observed(), teardown(config, owner, pods), owner)
+    return Finalized(True)
 
 
-async def _delete_owned(deps: Deps, config: OperatorConfig, owner: m.Owner, pods: list[Obj]) -> None:
-    """Everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
-    ns = owner.namespace
-    for pod in pods:
-        await deps.kube.delete_pod(ns, pod["metadata"]["name"])
-    owned = [
+def teardown(config: OperatorConfig, owner: m.Owner, pods: list[Obj]) -> Plan:
+    """Deleting everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
+    owned = [("Pod", pod["metadata"]["name"]) for pod in pods]
+    owned += [
         ("Service", m.rest_service_name(owner.name)),
         ("ConfigMap", m.config_map_name(owner.name)),
         ("RoleBinding", m.driver_account_name(owner.name)),
@@ -85,25 +81,22 @@ async def _delete_owned(deps: Deps, config: OperatorConfig, owner: m.Owner, pods
     ]
     if config.network_policies:  # else the operator may lack the rights to delete (or need) them
         owned.append(("NetworkPolicy", m.network_policy_name(owner.name)))
-    for kind, name in owned:
-        await deps.kube.delete(kind, ns, name)
     if config.pod_monitor is not None:
         # Like the Secret: gone now, so that a job recreated at once under the name is not refused it.
-        await delete_pod_monitor(deps.kube, owner)
+        owned.append((m.POD_MONITOR_KIND, m.pod_monitor_name(owner.name)))
+    return Plan(actions=[DeleteOwned(kind, name) for kind, name in owned])
 
 
-async def _savepoint_before_delete(
-    deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec
-) -> tuple[bool, list[Event]]:
-    """Whether a stop-with-savepoint of the running job is still under way; the events on the way."""
+async def _savepoint_before_delete(deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec) -> bool:
+    """Whether a stop-with-savepoint of the running job is still under way."""
     token = await rest_token(deps.kube, owner_of(job))
     found = await gather(
         deps, config, job, spec, rest_token=token, now_ms=int(time.time() * 1000), new_job_id=""
     )
     plan = Plan(status=found.ctx.status)
     waiting = plan_deletion_savepoint(found.ctx, found.obs, plan, deletion_stamp(job))
-    executed = await execute(deps, found.obs, plan, found.ctx.owner)
-    return waiting, [*plan.events, *action_events(executed)]
+    await execute(deps, found.obs, plan, found.ctx.owner, storage=found.storage)
+    return waiting
 
 
 def deletion_stamp(job: Obj) -> int:

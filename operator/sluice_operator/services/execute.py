@@ -1,60 +1,57 @@
-"""Carrying out a plan's actions against Kubernetes and the coordinator; what was done is returned.
+"""Carrying out a plan: its status and actions, against Kubernetes, the coordinator and storage.
 
-Acting decides nothing: every outcome an action can have (a savepoint trigger accepted or refused) was
-decided with the plan, and what it led to goes back as `Executed` for the record step to report.
+The one place a plan is executed, and the one holder of the `Recorder`: the job's decided status is
+written first (it records a run about to be started before its pod exists), then the actions in order,
+with the status writes some of them lead to. Acting decides nothing: every outcome an action can have
+(a savepoint trigger accepted or refused, the runs left once old ones are deleted) was decided with the
+plan, and what it led to goes back as `Executed` for the record step to report.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sluice_operator import manifests as m
-from sluice_operator.models import SavepointStatus
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
+from .acted import Done, Executed, FilesDisposed, MonitorEnsured, Refused, Result, RunsDeleted, SecretReady
+from .auth import ensure_job_secret, ensure_state_key
+from .monitoring import delete_pod_monitor, ensure_pod_monitor
 from .observe import Deps
 from .observed import Observed
+from .old_runs import delete_runs
 from .plan import (
     Action,
     CreateSavepoint,
+    DeleteCheckpointRuns,
+    DeleteOwned,
     DeletePods,
     DeleteSavepoint,
+    DisposeSavepointFiles,
+    EnsureJobSecret,
+    EnsurePodMonitor,
+    EnsureStateKey,
+    Event,
     LabelSavepoint,
     PatchSavepoint,
     Plan,
+    Prerequisite,
     SetDesiredState,
     StartRun,
     TriggerSavepoint,
 )
+from .record import action_events
+from .recorder import Recorder
 from .rest import Coordinator, CoordinatorError
 from .savepoints import LABEL_GENERATION
+from .storage import Storage
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Done:
-    action: Action
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A savepoint trigger the coordinator refused (or could not be asked): `status` was written."""
-
-    action: TriggerSavepoint
-    status: SavepointStatus
-
-
-@dataclass(frozen=True)
-class Executed:
-    """What was done and what was refused, in the order of the plan's actions. An action that raised is
-    not in it, nor any after it: the exception goes to the caller and the next reconcile starts over."""
-
-    results: tuple[Done | Refused, ...] = ()
 
 
 async def start_run(deps: Deps, run: m.Run) -> None:
@@ -83,12 +80,7 @@ async def start_run(deps: Deps, run: m.Run) -> None:
     await kube.create(m.coordinator_pod(run))
 
 
-def savepoint_patch(status: SavepointStatus) -> dict[str, Any]:
-    # Nulls are kept: in a merge patch they remove fields, e.g. the trigger id of a retried savepoint.
-    return dict(status.model_dump(mode="json", by_alias=True, exclude_none=False))
-
-
-async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, namespace: str) -> Done | Refused:
+async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, recorder: Recorder) -> Done | Refused:
     pod = obs.pod
     try:
         if pod is None or pod.ip is None:
@@ -97,10 +89,10 @@ async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, namespac
         trigger = await coordinator.trigger_savepoint(action.stop, action.target_directory)
     except CoordinatorError as error:
         refused = action.refused.model_copy(update={"error": str(error)})
-        await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(refused))
+        await recorder.savepoint_status(action.name, refused)
         return Refused(action, refused)
     accepted = action.accepted.model_copy(update={"trigger_id": trigger, "trigger_time": rfc3339(_now_ms())})
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, namespace, action.name, savepoint_patch(accepted))
+    await recorder.savepoint_status(action.name, accepted)
     return Done(action)
 
 
@@ -108,42 +100,126 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def execute(deps: Deps, obs: Observed, plan: Plan, owner: m.Owner) -> Executed:
-    """Run the actions in order; the first failure stops the rest (the next reconcile starts over)."""
-    results: list[Done | Refused] = []
+@dataclass(frozen=True)
+class _Acting:
+    deps: Deps
+    obs: Observed
+    owner: m.Owner
+    recorder: Recorder
+    storage: Storage | None
+
+
+async def execute(
+    deps: Deps,
+    obs: Observed,
+    plan: Plan,
+    owner: m.Owner,
+    *,
+    status: dict[str, Any] | None = None,
+    said: Sequence[Event] = (),
+    storage: Storage | None = None,
+) -> Executed:
+    """Write the job's `status` patch (if any), run the actions in order, then post the events: the
+    plan's, what the status change `said`, and what acting did. The first failure stops the rest (the
+    next reconcile starts over). `storage` is the job's checkpoint storage, for a plan that deletes
+    earlier runs."""
+    recorder = Recorder(deps.kube, deps.events, owner)
+    if status:
+        await recorder.job_status(owner.name, status)
+    acting = _Acting(deps, obs, owner, recorder, storage)
+    results: list[Result] = []
     for action in plan.actions:
+        if isinstance(action, Prerequisite):  # asked for on every reconcile: not logged each time
+            results.append(await _prerequisite(acting, action))
+            continue
         log.info("%s/%s: %s", owner.namespace, owner.name, _describe(action))
-        results.append(await _one(deps, obs, owner, action))
-    return Executed(tuple(results))
+        results.append(await _one(acting, action))
+    executed = Executed(tuple(results))
+    recorder.say([*plan.events, *said, *action_events(executed)])
+    return executed
 
 
-async def _one(deps: Deps, obs: Observed, owner: m.Owner, action: Action) -> Done | Refused:
-    kube = deps.kube
-    ns = owner.namespace
+async def _one(acting: _Acting, action: Action) -> Result:
     match action:
         case StartRun(run=run):
-            await start_run(deps, run)
+            await start_run(acting.deps, run)
         case DeletePods(names=names):
             for name in names:
-                await kube.delete_pod(ns, name)
+                await acting.deps.kube.delete_pod(acting.owner.namespace, name)
+        case SetDesiredState():
+            await _set_desired_state(acting, action)
+        case DeleteCheckpointRuns():
+            return await _delete_runs(acting, action)
+        case DeleteOwned():
+            await _delete_owned(acting, action)
+        case _:
+            return await _on_savepoint(acting, action)
+    return Done(action)
+
+
+async def _prerequisite(acting: _Acting, action: Prerequisite) -> Result:
+    kube, owner = acting.deps.kube, acting.owner
+    match action:
+        case EnsureJobSecret():
+            return SecretReady(action, await ensure_job_secret(kube, owner))
+        case EnsureStateKey():
+            await ensure_state_key(kube, owner.namespace)
+        case EnsurePodMonitor(config=config):
+            return MonitorEnsured(action, await ensure_pod_monitor(kube, owner, config))
+    return Done(action)
+
+
+async def _on_savepoint(acting: _Acting, action: Action) -> Result:
+    kube, ns = acting.deps.kube, acting.owner.namespace
+    match action:
         case CreateSavepoint(manifest=manifest):
             await kube.create_custom(c.SAVEPOINT_PLURAL, ns, manifest)
         case TriggerSavepoint():
-            return await _trigger(deps, obs, action, ns)
+            return await _trigger(acting.deps, acting.obs, action, acting.recorder)
         case PatchSavepoint(name=name, status=status):
-            await kube.patch_status(c.SAVEPOINT_PLURAL, ns, name, savepoint_patch(status))
+            await acting.recorder.savepoint_status(name, status)
         case DeleteSavepoint(name=name):
             await kube.delete_custom(c.SAVEPOINT_PLURAL, ns, name)
-        case SetDesiredState(state=state, savepoint=savepoint):
-            patch = {"spec": {"state": state.value}}
-            job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, owner.name, patch)
-            generation = str(job.get("metadata", {}).get("generation"))
-            await kube.patch_custom(
-                c.SAVEPOINT_PLURAL, ns, savepoint, {"metadata": {"labels": {LABEL_GENERATION: generation}}}
-            )
         case LabelSavepoint(name=name, labels=labels):
             await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, name, {"metadata": {"labels": labels}})
+        case DisposeSavepointFiles(path=path):
+            return FilesDisposed(action, await _storage(acting).dispose(path))
     return Done(action)
+
+
+def _storage(acting: _Acting) -> Storage:
+    if acting.storage is None:
+        raise RuntimeError(f"a plan that deletes files is executed with their storage ({acting.owner})")
+    return acting.storage
+
+
+async def _delete_owned(acting: _Acting, action: DeleteOwned) -> None:
+    kube, ns = acting.deps.kube, acting.owner.namespace
+    match action.kind:
+        case c.SAVEPOINT_KIND:
+            await kube.delete_custom(c.SAVEPOINT_PLURAL, ns, action.name)
+        case "Pod":
+            await kube.delete_pod(ns, action.name)
+        case m.POD_MONITOR_KIND:
+            await delete_pod_monitor(kube, acting.owner)  # only the job's own, if the CRD is there
+        case _:
+            await kube.delete(action.kind, ns, action.name)
+
+
+async def _set_desired_state(acting: _Acting, action: SetDesiredState) -> None:
+    kube, ns = acting.deps.kube, acting.owner.namespace
+    patch = {"spec": {"state": action.state.value}}
+    job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, acting.owner.name, patch)
+    generation = str(job.get("metadata", {}).get("generation"))
+    labels = {"metadata": {"labels": {LABEL_GENERATION: generation}}}
+    await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, action.savepoint, labels)
+
+
+async def _delete_runs(acting: _Acting, action: DeleteCheckpointRuns) -> RunsDeleted:
+    """Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again."""
+    deleted = await delete_runs(_storage(acting), action.checkpoint_dir, list(action.runs))
+    await acting.recorder.job_status(acting.owner.name, {"checkpointRuns": list(action.remaining)})
+    return RunsDeleted(action, tuple(deleted))
 
 
 def _describe(action: Action) -> str:
@@ -152,8 +228,12 @@ def _describe(action: Action) -> str:
             return f"start job {run.job_id} from {run.restore_from or 'empty state'}"
         case DeletePods(names=names, reason=reason):
             return f"delete pods {', '.join(names)} ({reason})"
+        case DeleteOwned(kind=kind, name=name):
+            return f"delete {kind} {name} (the job is being deleted)"
+        case DeleteCheckpointRuns(runs=runs):
+            return f"delete the checkpoints of earlier runs {', '.join(runs)}"
         case _:
             return type(action).__name__
 
 
-__all__ = ["Done", "Executed", "Refused", "execute", "savepoint_patch", "start_run"]
+__all__ = ["execute", "start_run"]

@@ -22,6 +22,7 @@ from sluice_operator.models import constants as c
 
 from ._time import millis
 from .observed import CoordinatorView, Observed, PodView, SavepointView
+from .recorder import EventSink
 from .rest import Coordinator, CoordinatorError
 from .storage import Storage
 from .validate import InvalidSpecError, savepoint_spec
@@ -31,6 +32,7 @@ from .validate import InvalidSpecError, savepoint_spec
 class Deps:
     kube: Kube
     http: aiohttp.ClientSession
+    events: EventSink  # where the recorder posts events (Kubernetes Events, through kopf)
 
 
 def pod_view(pod: Obj) -> PodView:

@@ -18,15 +18,12 @@ of an earlier StreamJob of the same name, are left alone.
 
 from __future__ import annotations
 
-from sluice_operator.kube import Kube
-from sluice_operator.models import RunState, SavepointState, StreamJobStatus
-from sluice_operator.models import constants as c
+from sluice_operator import manifests as m
+from sluice_operator.models import RunState, SavepointState
 
 from .context import JobContext
-from .gather import Gathered
 from .observed import Observed
-from .plan import Event
-from .record import record_runs_deleted
+from .plan import DeleteCheckpointRuns, DeletePods, Plan, StartRun
 from .storage import Storage
 
 
@@ -61,32 +58,28 @@ def expired_runs(ctx: JobContext, obs: Observed, checkpoint_dir: str) -> list[st
     return [run for run in ctx.status.checkpoint_runs if run not in keep]
 
 
+def plan_expired_runs(ctx: JobContext, obs: Observed, plan: Plan) -> None:
+    """Add the deletion of expired runs to `plan`, unless it starts a run or deletes pods: the run that
+    would have to be safe to restart from its own checkpoint is then the one going away."""
+    if any(isinstance(action, StartRun | DeletePods) for action in plan.actions):
+        return
+    checkpoint_dir = m.checkpoint_dir(ctx.spec, ctx.owner, ctx.config)
+    expired = expired_runs(ctx, obs, checkpoint_dir)
+    if expired:
+        remaining = tuple(run for run in plan.status.checkpoint_runs if run not in expired)
+        plan.actions.append(DeleteCheckpointRuns(checkpoint_dir, tuple(expired), remaining))
+
+
 def remember_run(runs: list[str], job_id: str) -> list[str]:
     """`status.checkpointRuns` after starting run `job_id`."""
     return [*[r for r in runs if r != job_id], job_id]
 
 
 async def delete_runs(storage: Storage, checkpoint_dir: str, runs: list[str]) -> list[str]:
-    """Delete the directories of `runs`; the runs whose directory was there (gone already: not listed)."""
+    """Delete the directories of `runs` (the act step's part); the runs whose directory was there (gone
+    already: not listed)."""
     deleted = []
     for run in runs:
         if await storage.dispose(f"{checkpoint_dir.rstrip('/')}/{run}"):
             deleted.append(run)
     return deleted
-
-
-async def delete_expired_runs(kube: Kube, found: Gathered, status: StreamJobStatus) -> list[Event]:
-    """Decide which runs expired, delete their directories, then record them gone in `status` (the
-    status as Kubernetes holds it now); the events to post.
-
-    Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again.
-    """
-    expired = expired_runs(found.ctx, found.obs, found.checkpoint_dir)
-    if not expired:
-        return []
-    deleted = await delete_runs(found.storage, found.checkpoint_dir, expired)
-    recorded = record_runs_deleted(status, expired, deleted)
-    if recorded.patch:
-        owner = found.ctx.owner
-        await kube.patch_status(c.STREAMJOB_PLURAL, owner.namespace, owner.name, recorded.patch)
-    return recorded.events

@@ -1,20 +1,18 @@
-"""What the services report to the handler layer: the events to post and when to come back."""
+"""What the services report to the handler layer: when to come back, and whether a finalizer is done.
+
+Events are not in it: the recorder posted them where the plan was executed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from .plan import Event
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """Of a StreamJob reconcile: events (on the job or a Savepoint), next visit, metrics labels."""
+    """Of a StreamJob reconcile: next visit, metrics labels."""
 
-    events: list[Event] = field(default_factory=list)
     requeue_s: float | None = None
     lifecycle: str | None = None
-    uid: str | None = None  # of the StreamJob, for its events
 
 
 @dataclass(frozen=True)
@@ -22,7 +20,6 @@ class Finalized:
     """Of a finalizer (a StreamJob's deletion, a Savepoint's disposal): done=True lets it go."""
 
     done: bool
-    events: list[Event]
     message: str = ""  # why it is not done yet
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sluice_operator.manifests import Manifest, Run
-from sluice_operator.models import JobState, SavepointStatus, StreamJobStatus
+from sluice_operator.models import JobState, PodMonitorConfig, SavepointStatus, StreamJobStatus
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,55 @@ class LabelSavepoint:
     labels: dict[str, str]
 
 
+@dataclass(frozen=True)
+class DeleteCheckpointRuns:
+    """Delete the checkpoint directories of earlier runs nothing can restore from any more.
+
+    `remaining` is `status.checkpointRuns` once they are gone, written after deleting: if storage
+    fails, the runs stay recorded and the next reconcile decides to delete them again.
+    """
+
+    checkpoint_dir: str
+    runs: tuple[str, ...]
+    remaining: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EnsureJobSecret:
+    """Create the job's Secret (REST token, Spark secret) unless it exists; an existing one is kept."""
+
+
+@dataclass(frozen=True)
+class EnsureStateKey:
+    """Create the namespace's state key Secret unless it exists; an existing one is never drawn again."""
+
+
+@dataclass(frozen=True)
+class EnsurePodMonitor:
+    """Keep the job's PodMonitor in place (with the operator's PodMonitor option)."""
+
+    config: PodMonitorConfig
+
+
+@dataclass(frozen=True)
+class DeleteOwned:
+    """Delete an object of the job's (its finalizer's part); one gone already counts as deleted."""
+
+    kind: str  # Pod, Service, ..., Savepoint, PodMonitor
+    name: str
+
+
+@dataclass(frozen=True)
+class DisposeSavepointFiles:
+    """Delete the files of a Savepoint with disposeOnDelete (its finalizer's part)."""
+
+    name: str
+    path: str
+    uid: str | None = None  # of the Savepoint, for the event that says so
+
+
+Prerequisite = EnsureJobSecret | EnsureStateKey | EnsurePodMonitor
+
 Action = (
     StartRun
     | DeletePods
@@ -84,7 +133,8 @@ Action = (
     | TriggerSavepoint
     | PatchSavepoint
     | DeleteSavepoint
-    | (SetDesiredState | LabelSavepoint)
+    | (SetDesiredState | LabelSavepoint | DeleteCheckpointRuns | DeleteOwned | DisposeSavepointFiles)
+    | Prerequisite
 )
 
 

@@ -1,4 +1,7 @@
-"""One idempotent reconcile of a StreamJob: observe -> validate -> decide -> act -> record."""
+"""One idempotent reconcile of a StreamJob: validate -> observe -> decide -> act (which records).
+
+Every side effect of a reconcile is an action of a plan, carried out by `execute`, the one holder of the
+recorder."""
 
 from __future__ import annotations
 
@@ -11,16 +14,15 @@ from sluice_operator import manifests as m
 from sluice_operator.models import DegradedReason, OperatorConfig, StreamJobStatus
 from sluice_operator.models import constants as c
 
-from .auth import JobSecretError, ensure_job_secret, ensure_state_key
-from .decide import decide
+from .auth import JobSecretError
+from .decide import decide, prerequisites
 from .execute import execute
 from .gather import gather, generation_of, owner_of, read_status
-from .monitoring import ensure_pod_monitor
 from .observe import Deps
-from .old_runs import delete_expired_runs
+from .observed import Observed
 from .outcome import Outcome
-from .plan import DeletePods, StartRun
-from .record import action_events, record_degraded, record_status
+from .plan import Plan
+from .record import record_degraded, record_status
 from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)
@@ -41,33 +43,24 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     except InvalidSpecError as problem:
         return await degraded(problem.reason, str(problem))
     try:
-        # Before anything else: a coordinator is only started, and only called, with the job's Secret.
-        token = await ensure_job_secret(deps.kube, owner)
-        await ensure_state_key(deps.kube, owner.namespace)
+        # A plan of its own, acted on before observing: the coordinator is only called with the token of
+        # the job's Secret, and a new run only started once the Secret exists.
+        ready = await execute(deps, Observed(), prerequisites(config), owner)
     except JobSecretError as problem:
         return await degraded(DegradedReason.SECRET_CONFLICT, str(problem))
     found = await gather(
-        deps, config, job, spec, rest_token=token, now_ms=now_ms, new_job_id=uuid.uuid4().hex
+        deps, config, job, spec, rest_token=ready.rest_token, now_ms=now_ms, new_job_id=uuid.uuid4().hex
     )
     ctx, obs = found.ctx, found.obs
     if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
         # Deciding without knowing how the last run ended could restart a finished job: wait instead.
         return await degraded(DegradedReason.STORAGE_UNAVAILABLE, obs.storage_error)
     plan = decide(ctx, obs)
-    monitor = await ensure_pod_monitor(deps.kube, owner, config.pod_monitor) if config.pod_monitor else None
-    recorded = record_status(old, plan.status, monitor, generation=ctx.generation, now_ms=now_ms)
-    # The status goes first: it records the run about to be started (job id, spec) before the pod exists.
-    if recorded.patch:
-        await deps.kube.patch_status(c.STREAMJOB_PLURAL, namespace, name, recorded.patch)
-    executed = await execute(deps, obs, plan, owner)
-    events = [*plan.events, *recorded.events, *action_events(executed)]
-    if not any(isinstance(action, StartRun | DeletePods) for action in plan.actions):
-        events += await delete_expired_runs(deps.kube, found, recorded.status)
+    recorded = record_status(old, plan.status, ready.monitor, generation=ctx.generation, now_ms=now_ms)
+    await execute(deps, obs, plan, owner, status=recorded.patch, said=recorded.events, storage=found.storage)
     return Outcome(
-        events=events,
         requeue_s=plan.requeue_s,
         lifecycle=recorded.status.lifecycle_state.value,
-        uid=owner.uid,
     )
 
 
@@ -91,16 +84,12 @@ class _Degraded:
             self._old, self._status, reason, message, generation=self._generation, now_ms=self._now_ms
         )
         owner = self._owner
-        if recorded.patch:
-            await self._deps.kube.patch_status(
-                c.STREAMJOB_PLURAL, owner.namespace, owner.name, recorded.patch
-            )
+        # Nothing to act on but the record: an empty plan, executed like any other.
+        await execute(self._deps, Observed(), Plan(), owner, status=recorded.patch, said=recorded.events)
         return Outcome(
-            events=recorded.events,
             # A spec the user must fix changes (and wakes the job) when fixed; other causes pass.
             requeue_s=None if reason is DegradedReason.INVALID_SPEC else 10.0,
             lifecycle=recorded.status.lifecycle_state.value,
-            uid=owner.uid,
         )
 
 

@@ -17,8 +17,8 @@ from sluice_operator.models import (
     StreamJobStatus,
 )
 
+from .acted import Executed, FilesDisposed, Refused, RunsDeleted
 from .conditions import set_condition
-from .execute import Executed, Refused
 from .monitoring import MonitorState, monitor_condition
 from .plan import DeleteSavepoint, Event
 from .savepoints import outcome_events
@@ -104,24 +104,23 @@ def record_deleting(old: dict[str, Any], status: StreamJobStatus) -> StatusRecor
     return StatusRecord(deleting, status_patch(old, deleting), events)
 
 
-def record_runs_deleted(status: StreamJobStatus, expired: list[str], deleted: list[str]) -> StatusRecord:
-    """Earlier runs recorded gone from `status.checkpointRuns` once their directories were deleted
-    (`deleted`: the `expired` runs whose directory was still there)."""
-    remaining = [run for run in status.checkpoint_runs if run not in expired]
-    after = status.model_copy(update={"checkpoint_runs": remaining})
-    old = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-    events = [
-        Event("Normal", "CheckpointsDeleted", f"deleted the checkpoints of earlier run {run}")
-        for run in deleted
-    ]
-    return StatusRecord(after, status_patch(old, after), events)
-
-
 def action_events(executed: Executed) -> list[Event]:
-    """The events of what acting did: Savepoints deleted, and triggers refused for good."""
+    """The events of what acting did: Savepoints and earlier runs' checkpoints deleted, and triggers
+    refused for good."""
     events: list[Event] = []
     for result in executed.results:  # in the order of the actions
-        if isinstance(result, Refused):
+        if isinstance(result, FilesDisposed):
+            path = result.action.path
+            message = f"deleted savepoint files at {path}" if result.removed else f"{path} was already gone"
+            events.append(
+                Event("Normal", "Disposed", message, savepoint=result.action.name, uid=result.action.uid)
+            )
+        elif isinstance(result, RunsDeleted):
+            events += [
+                Event("Normal", "CheckpointsDeleted", f"deleted the checkpoints of earlier run {run}")
+                for run in result.deleted
+            ]
+        elif isinstance(result, Refused):
             if result.status.state is SavepointState.FAILED:
                 events.extend(outcome_events(result.action.name, result.action.uid, result.status))
         elif isinstance(result.action, DeleteSavepoint):
@@ -137,7 +136,6 @@ __all__ = [
     "action_events",
     "record_degraded",
     "record_deleting",
-    "record_runs_deleted",
     "record_status",
     "status_delta",
     "status_patch",

@@ -3,36 +3,46 @@
 from __future__ import annotations
 
 from sluice_operator.kube import Obj
+from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, SavepointState
 from sluice_operator.models import constants as c
 
-from .execute import savepoint_patch
+from .execute import execute
 from .gather import job_storage
 from .observe import Deps, savepoint_view
+from .observed import Observed
 from .outcome import Finalized
-from .plan import Event
+from .plan import DisposeSavepointFiles, Event, PatchSavepoint, Plan
 from .validate import InvalidSpecError, streamjob_spec
 
 
-async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> list[Event]:
-    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job."""
+async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> bool:
+    """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job.
+    True if that failed the Savepoint now."""
     meta = savepoint["metadata"]
     view = savepoint_view(savepoint, None)
     if view.status.state.terminal or meta.get("deletionTimestamp"):
-        return []
+        return False
     if view.spec is None:
         status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": view.spec_error})
     else:
         job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, meta["namespace"], view.spec.job_name)
         if job is not None:
-            return []
+            return False
         error = (
             f"StreamJob {view.spec.job_name!r} not found in namespace {meta['namespace']!r}: "
             "create the job first or correct spec.jobName"
         )
         status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
-    await deps.kube.patch_status(c.SAVEPOINT_PLURAL, meta["namespace"], meta["name"], savepoint_patch(status))
-    return [Event("Warning", "Failed", status.error or "")]
+    failed = Event("Warning", "Failed", status.error or "", savepoint=view.name, uid=meta.get("uid"))
+    plan = Plan(actions=[PatchSavepoint(view.name, status)], events=[failed])
+    await execute(deps, Observed(), plan, _no_job(savepoint))
+    return True
+
+
+def _no_job(savepoint: Obj) -> Owner:
+    """Where a Savepoint's own plan is executed: its namespace, with no StreamJob to act for."""
+    return Owner(name="", namespace=savepoint["metadata"]["namespace"], uid="")
 
 
 async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Finalized:
@@ -44,14 +54,14 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
     """
     view = savepoint_view(savepoint, None)
     if view.spec is None or not view.spec.dispose_on_delete:
-        return Finalized(True, [])
+        return Finalized(True)
     ns = savepoint["metadata"]["namespace"]
     job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
     if job is not None and view.status.trigger_id and not view.status.state.terminal:
-        return Finalized(False, [], f"savepoint {view.name} is in progress; its files go once it has ended")
+        return Finalized(False, f"savepoint {view.name} is in progress; its files go once it has ended")
     path = view.status.path
     if not path:
-        return Finalized(True, [])
+        return Finalized(True)
     spec = None
     if job is not None:
         try:
@@ -59,9 +69,9 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
         except InvalidSpecError:
             spec = None
     storage = await job_storage(deps, config, ns, spec, path)
-    removed = await storage.dispose(path)
-    message = f"deleted savepoint files at {path}" if removed else f"{path} was already gone"
-    return Finalized(True, [Event("Normal", "Disposed", message)])
+    dispose = DisposeSavepointFiles(view.name, path, savepoint["metadata"].get("uid"))
+    await execute(deps, Observed(), Plan(actions=[dispose]), _no_job(savepoint), storage=storage)
+    return Finalized(True)
 
 
 __all__ = ["dispose_savepoint", "reconcile_savepoint"]

@@ -7,6 +7,7 @@ import dataclasses
 import json
 from typing import cast
 
+import aiohttp
 import pytest
 
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
@@ -17,9 +18,11 @@ from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
 from sluice_operator.services.context import JobContext
-from sluice_operator.services.gather import Gathered
+from sluice_operator.services.execute import execute
+from sluice_operator.services.observe import Deps
 from sluice_operator.services.observed import CoordinatorView, Observed
-from sluice_operator.services.old_runs import delete_expired_runs
+from sluice_operator.services.old_runs import plan_expired_runs
+from sluice_operator.services.plan import Event, Plan
 from sluice_operator.services.storage import Storage, storage_options
 from testkit.s3 import S3Server
 from unit.runtime._graphs import graph
@@ -89,14 +92,31 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
 
 
 class _RecordingKube:
-    """Records the status patches; the storage side is what this test is about."""
+    """Records the status patches and the events; the storage side is what this test is about."""
 
     def __init__(self) -> None:
         self.patches: list[tuple[str, str, str, dict[str, object]]] = []
+        self.events: list[Event] = []
+
+    def post(self, job: Owner, event: Event) -> None:
+        self.events.append(event)
 
     async def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, object]) -> object:
         self.patches.append((plural, namespace, name, status))
         return {}
+
+
+async def _decide_and_delete(
+    kube: _RecordingKube, ctx: JobContext, obs: Observed, storage: Storage
+) -> list[Event]:
+    """The decide step's part (which runs expired), then the act step's (delete, record them gone);
+    the events the recorder posted."""
+    plan = Plan(status=ctx.status)
+    plan_expired_runs(ctx, obs, plan)
+    posted = len(kube.events)
+    async with aiohttp.ClientSession() as http:
+        await execute(Deps(cast(Kube, kube), http, kube.post), obs, plan, ctx.owner, storage=storage)
+    return kube.events[posted:]
 
 
 def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Server) -> None:
@@ -145,8 +165,7 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
     kube = _RecordingKube()
     storage = Storage(storage_options(root, s3_server.env))
 
-    found = Gathered(ctx, obs, storage, root)
-    events = asyncio.run(delete_expired_runs(cast(Kube, kube), found, status))
+    events = asyncio.run(_decide_and_delete(kube, ctx, obs, storage))
 
     fs.invalidate_cache()
     assert not fs.exists(f"{root}/{old}"), fs.find(f"{root}/{old}")
@@ -157,8 +176,7 @@ def test_earlier_runs_checkpoint_directories_are_deleted_on_s3(s3_server: S3Serv
 
     # Once recorded as gone, nothing is deleted again (a storage outage mid-way would retry the rest).
     after = ctx.status.model_copy(update={"checkpoint_runs": [restored, current]})
-    found = Gathered(dataclasses.replace(ctx, status=after), obs, storage, root)
-    again = asyncio.run(delete_expired_runs(cast(Kube, kube), found, after))
+    again = asyncio.run(_decide_and_delete(kube, dataclasses.replace(ctx, status=after), obs, storage))
     assert again == [] and len(kube.patches) == 1
 
 

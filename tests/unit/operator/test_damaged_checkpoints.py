@@ -16,8 +16,10 @@ import pytest
 from sluice.checkpoint.coordinator import CheckpointCoordinator
 from sluice.transport.messages import ToTaskManager
 from sluice_operator.kube import Kube
+from sluice_operator.manifests import Owner
 from sluice_operator.models import StreamJobStatus
 from sluice_operator.services.observe import Deps, observe_job
+from sluice_operator.services.plan import Event
 from sluice_operator.services.storage import Storage
 from unit.runtime._support import SOURCE_STATE, acknowledge_all, source_coordinator
 
@@ -88,7 +90,7 @@ def test_a_run_with_only_damaged_checkpoints_is_observed_as_a_storage_problem_sa
     )
     obs = asyncio.run(
         observe_job(
-            Deps(cast(Kube, _NoPods()), cast(aiohttp.ClientSession, None)),
+            Deps(cast(Kube, _NoPods()), cast(aiohttp.ClientSession, None), _no_events),
             storage=Storage(),
             owner=OWNER,
             spec=job,
@@ -101,3 +103,7 @@ def test_a_run_with_only_damaged_checkpoints_is_observed_as_a_storage_problem_sa
     assert obs.latest_checkpoint is None and obs.storage_error is not None
     assert "no retained checkpoint of job job can be restored" in obs.storage_error
     assert f"Delete the damaged checkpoint directories under {root}" in obs.storage_error
+
+
+def _no_events(job: Owner, event: Event) -> None:
+    raise AssertionError(f"observing posts no events, got {event}")

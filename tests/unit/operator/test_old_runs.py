@@ -7,6 +7,7 @@ from typing import Any
 from sluice_operator.services.decide import decide
 from sluice_operator.services.observed import CoordinatorView, Observed
 from sluice_operator.services.old_runs import expired_runs, remember_run, run_of
+from sluice_operator.services.plan import DeleteCheckpointRuns, DeletePods, StartRun
 
 from ._fixtures import spec
 from ._situations import NEW_ID, NOW, OLD_ID, ctx, deployed_status, pod, savepoint, status_of
@@ -65,6 +66,27 @@ def test_a_new_run_is_recorded_when_it_starts() -> None:
     assert status_of(plan)["job"]["id"] == NEW_ID
     assert status_of(plan)["checkpointRuns"] == [A, NEW_ID]
     assert remember_run([A, NEW_ID], NEW_ID) == [A, NEW_ID]
+
+
+def test_the_decision_deletes_expired_runs_and_says_what_the_record_keeps() -> None:
+    job = spec()
+    situation = Observed(pod=pod(job), coordinator=_coordinator())
+    plan = decide(ctx(job, deployed_status(job, checkpointRuns=[A, B, OLD_ID])), situation)
+    assert [a for a in plan.actions if isinstance(a, DeleteCheckpointRuns)] == [
+        DeleteCheckpointRuns(CHK, runs=(A, B), remaining=(OLD_ID,))
+    ]
+    # Decided, not done: the status the plan writes first still lists them until they are deleted.
+    assert status_of(plan)["checkpointRuns"] == [A, B, OLD_ID]
+
+
+def test_no_runs_are_deleted_in_a_plan_that_replaces_the_run() -> None:
+    job = spec()
+    # A last-state upgrade: the running coordinator goes, and a new run restores from this run's checkpoint.
+    changed = spec(parallelism=3, upgradeMode="last-state")
+    values = deployed_status(job, checkpointRuns=[A, B, OLD_ID])
+    plan = decide(ctx(changed, values), Observed(pod=pod(job), coordinator=_coordinator()))
+    assert any(isinstance(a, StartRun | DeletePods) for a in plan.actions)
+    assert not [a for a in plan.actions if isinstance(a, DeleteCheckpointRuns)]
 
 
 def test_run_of_a_path() -> None:

@@ -13,8 +13,8 @@ from sluice_operator.models import (
     SavepointStatus,
     StreamJobStatus,
 )
+from sluice_operator.services.acted import Done, Executed, Refused
 from sluice_operator.services.decide import decide
-from sluice_operator.services.execute import Done, Executed, Refused
 from sluice_operator.services.monitoring import MonitorState
 from sluice_operator.services.observed import Observed
 from sluice_operator.services.plan import DeletePods, DeleteSavepoint, TriggerSavepoint

@@ -1,10 +1,12 @@
 """The record steps of a job's deletion and of deleting earlier runs' checkpoints: pure, from a
-`StreamJobStatus` to one merge patch and the events (services/record.py)."""
+`StreamJobStatus` or what acting did to one merge patch and the events (services/record.py)."""
 
 from __future__ import annotations
 
 from sluice_operator.models import LifecycleState, StreamJobStatus
-from sluice_operator.services.record import record_deleting, record_runs_deleted
+from sluice_operator.services.acted import Executed, RunsDeleted
+from sluice_operator.services.plan import DeleteCheckpointRuns
+from sluice_operator.services.record import action_events, record_deleting
 
 from ._fixtures import spec
 from ._situations import OLD_ID, deployed_status
@@ -23,18 +25,10 @@ def test_deletion_records_the_lifecycle_state_alone() -> None:
     assert [(e.type, e.reason) for e in recorded.events] == [("Normal", "Deleting")]
 
 
-def test_runs_whose_directories_went_are_dropped_from_the_status() -> None:
-    status = StreamJobStatus.model_validate(deployed_status(spec(), checkpointRuns=[A, B, C, OLD_ID]))
-    # A's and B's directories were deleted, C's was gone already: all three expired, events for two.
-    recorded = record_runs_deleted(status, expired=[A, B, C], deleted=[A, B])
-    assert recorded.patch == {"checkpointRuns": [OLD_ID]}
-    assert recorded.status.checkpoint_runs == [OLD_ID]
-    assert [e.reason for e in recorded.events] == ["CheckpointsDeleted"] * 2
-    assert [A in recorded.events[0].message, B in recorded.events[1].message] == [True, True]
-    assert status.checkpoint_runs == [A, B, C, OLD_ID]  # the status it was given is left as it was
-
-
-def test_nothing_expired_records_nothing() -> None:
-    status = StreamJobStatus.model_validate(deployed_status(spec(), checkpointRuns=[OLD_ID]))
-    recorded = record_runs_deleted(status, expired=[], deleted=[])
-    assert recorded.patch == {} and recorded.events == []
+def test_runs_deleted_are_reported_one_event_each_and_runs_already_gone_none() -> None:
+    action = DeleteCheckpointRuns("s3://b/chk", runs=(A, B, C), remaining=(OLD_ID,))
+    # A's and B's directories were deleted, C's was gone already.
+    events = action_events(Executed((RunsDeleted(action, deleted=(A, B)),)))
+    assert [e.reason for e in events] == ["CheckpointsDeleted"] * 2
+    assert [A in events[0].message, B in events[1].message] == [True, True]
+    assert action_events(Executed((RunsDeleted(action, deleted=()),))) == []
