@@ -142,3 +142,38 @@ def test_a_source_that_fails_to_read_names_its_split_and_where_it_stood() -> Non
         "(in operator 'numbers', subtask 0: reading split 0, its reader now at "
         "SequenceSplit(split_id=0, next=100, end=100))"
     ), error
+
+
+class _Balance(sluice.functions.KeyedProcessFunction):
+    def process_element(self, value: int, ctx: Any) -> list[int]:
+        if value == 321:
+            raise KeyError(f"no account for {value}")
+        return [value]
+
+
+def test_a_keyed_process_function_and_a_keyed_reduce_name_the_record_they_raised_on() -> None:
+    def keyed_process(env: sluice.StreamEnvironment) -> None:
+        (
+            env.from_source(SequenceSource(0, 1000), uid="numbers")
+            .key_by(lambda i: i % 7)
+            .process(_Balance(), uid="balance")
+            .sink_to(CollectingSink(), uid="sink")
+        )
+
+    error = _failure(keyed_process)
+    assert "in operator 'balance', subtask 0: record " in error, error
+    _record_position(error)
+    assert error.endswith(": 321)"), error
+
+    def keyed_reduce(env: sluice.StreamEnvironment) -> None:
+        (
+            env.from_source(SequenceSource(0, 1000), uid="numbers")
+            .key_by(lambda i: i % 7)
+            .reduce(lambda total, i: total + 1 // (i - 456), uid="total")
+            .sink_to(CollectingSink(), uid="sink")
+        )
+
+    error = _failure(keyed_reduce)
+    assert "in operator 'total', subtask 0: record " in error, error
+    _record_position(error)
+    assert error.endswith(": 456)"), error

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.engine._failure_context import index_reached, mark_record
 from sluice.engine.context import processing_time_ms
 from sluice.engine.operators._udf import DeadLetters, UdfOperator
 from sluice.engine.operators.base import StreamOperator
@@ -39,12 +40,17 @@ class KeyedReduceOperator(StreamOperator):
     def process_batch(self, values: list[Any], timestamps: list[int] | None) -> None:
         key_of, reduce, state = self.key_selector, self.reduce_fn, self.values
         out = []
-        for value in values:
-            key = key_of(value)
-            acc = state.get(key, _MISSING)
-            acc = value if acc is _MISSING else reduce(acc, value)
-            state[key] = acc
-            out.append(acc)
+        records = iter(values)
+        try:
+            for value in records:
+                key = key_of(value)
+                acc = state.get(key, _MISSING)
+                acc = value if acc is _MISSING else reduce(acc, value)
+                state[key] = acc
+                out.append(acc)
+        except Exception as error:
+            mark_record(error, values, index_reached(values, records))
+            raise
         self.output.emit(out, timestamps)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
@@ -171,13 +177,18 @@ class KeyedProcessOperator(UdfOperator):
         if self.guarded:
             self._process_guarded(values, timestamps, out, out_ts, key_of, call)
         else:
-            for i, value in enumerate(values):
-                key = key_of(value)
-                backend.current_key = ctx.key = key
-                ts = ctx.timestamp = None if timestamps is None else timestamps[i]
-                produced = call(value, ctx)
-                if produced is not None:
-                    self._collect(produced, ts, out, out_ts)
+            i = 0
+            try:
+                for i, value in enumerate(values):
+                    key = key_of(value)
+                    backend.current_key = ctx.key = key
+                    ts = ctx.timestamp = None if timestamps is None else timestamps[i]
+                    produced = call(value, ctx)
+                    if produced is not None:
+                        self._collect(produced, ts, out, out_ts)
+            except Exception as error:
+                mark_record(error, values, i)
+                raise
         self._flush(out, out_ts, timestamps is not None)
 
     def _process_guarded(
