@@ -225,4 +225,9 @@ def test_the_installed_wheel_runs_the_readme_pipeline_outside_the_checkout(
     counts = read_output(f"file://{outside / 'out'}")
     assert counts, "the drained job committed no window counts"
     rows = [json.loads(row) for row in counts]
-    assert all(len(row) == 3 and 0 <= row[0] < 1000 and row[1] > 0 for row in rows), rows[:5]
+    # [key, window start, count, sum] (the README's rows): a key of the pipeline, a window start on
+    # the one-second grid of event time, a window that holds at least one event.
+    assert all(
+        len(row) == 4 and 0 <= row[0] < 1000 and row[1] >= 0 and row[1] % 1000 == 0 and row[2] > 0
+        for row in rows
+    ), rows[:5]
