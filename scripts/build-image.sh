@@ -124,11 +124,11 @@ echo "image size: $size" >&2
 
 if $archive; then
     mkdir -p "$cache"
-    rm -f "$archive_path.tmp"
+    partial=$archive_path.tmp.$$  # two builds of one image at once must not share it
     case $builder in
-        docker) docker save -o "$archive_path.tmp" "$tag" ;;
-        podman | buildah) "$builder" push --quiet "$tag" "docker-archive:$archive_path.tmp:$tag" >/dev/null ;;
+        docker) docker save -o "$partial" "$tag" ;;
+        podman | buildah) "$builder" push --quiet "$tag" "docker-archive:$partial:$tag" >/dev/null ;;
     esac
-    mv "$archive_path.tmp" "$archive_path"
+    mv "$partial" "$archive_path"
     echo "$archive_path"
 fi

@@ -26,6 +26,9 @@ from testkit.s3 import s3_bucket, s3_server  # noqa: F401
 _SHARED_SERVICES = (("kube", "kube_env"), ("spark", "spark_context"), ("kafka", "kafka_broker"))
 
 
+# First: pytest-xdist reads the groups in its own hook, which would otherwise run before this one
+# when this conftest is loaded at start-up (`pytest tests/e2e`), and see none.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))

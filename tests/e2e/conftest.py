@@ -23,6 +23,9 @@ from testkit.kubelet import ProcessKubelet
 _HERE = Path(__file__).resolve().parent
 
 
+# First: pytest-xdist reads the groups in its own hook, which would otherwise run before this one
+# when this conftest is loaded at start-up (`pytest tests/e2e`), and see none.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `pytest -n N --dist loadgroup` every e2e test is a group of its own, so the workers share
     them out one by one: each worker has its own control plane, process kubelet and operator, and
