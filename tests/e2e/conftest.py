@@ -30,7 +30,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `pytest -n N --dist loadgroup` every e2e test is a group of its own, so the workers share
     them out one by one: each worker has its own control plane, process kubelet and operator, and
     each operator's coordinators their own REST port, so tests of different workers run side by side.
-    The root conftest's `kube` group would keep them all on one worker. The real node's tests stay
+    pytest-xdist joins every group name of a test, so the root conftest's `kube` group does not put
+    them together: `e2e-<n>_kube` is a group of one test. The real node's tests stay
     together: its cluster is one per machine. (pytest hands a conftest every item of the session.)"""
     for index, item in enumerate(items):
         if not item.path.is_relative_to(_HERE):
