@@ -43,6 +43,14 @@ def release(real_node: RealNode) -> Iterator[E2ECluster]:
         yield cluster
 
 
+@pytest.fixture(autouse=True)
+def _no_job_outlives_its_test(release: E2ECluster) -> Iterator[None]:
+    yield
+    # One node's CPU: a job that a failed test left running keeps the next test's TaskManager Pending
+    # ("Insufficient cpu"), and that test then fails for a reason of its own.
+    release.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
+
+
 @pytest.mark.timeout(1200, func_only=True)
 def test_kubelet_and_containerd_restarts_leave_the_pods_and_the_job_running(
     release: E2ECluster,
@@ -58,8 +66,15 @@ def test_kubelet_and_containerd_restarts_leave_the_pods_and_the_job_running(
     for component in ("kubelet", "containerd"):
         checkpoint = last_checkpoint(e2e, job)
         real_node.restart(component)
-        # The job checkpoints on, and `kubectl exec` (through the new kubelet, into containerd) reaches
-        # the coordinator: the same run, never restarted, on the same containers.
+        # The restarted kubelet takes its running pods back within seconds; until it has, `kubectl
+        # exec` answers "pod does not exist". Then the job checkpoints on, and exec (through the new
+        # kubelet, into containerd) reaches the coordinator: the same run, never restarted, on the same
+        # containers.
+        e2e.wait(
+            f"kubectl exec into the coordinator after the {component} restart",
+            lambda: e2e.coordinator(job, "/v1/job"),
+            timeout=180,
+        )
         e2e.wait_checkpoints_after(job, checkpoint)
         now = e2e.coordinator(job, "/v1/job")
         assert (now["jobId"], now["restarts"], now["state"]) == (run["jobId"], 0, "RUNNING"), (component, now)
