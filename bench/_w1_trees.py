@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import resource
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,3 +78,21 @@ def run_w1(n: int, work: Path, label: str, tree: Path | None, *extra: str) -> di
         "cpu_s": sum(job.cpu.values()),
         "tree_cpu_s": _reaped_cpu_s() - reaped_before,
     }
+
+
+def interleaved_w1(
+    commits: dict[str, str], n: int, repeat: int, prefix: str
+) -> dict[str, list[dict[str, Any]]]:
+    """W1 `repeat` times on each commit (a temporary worktree each), the order reversed every other
+    round so neither variant always runs first: each variant's runs, as `run_w1` reports them."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in commits}
+    try:
+        with worktrees(commits, work) as trees:
+            order = list(commits)
+            for r in range(repeat):
+                for variant in order if r % 2 == 0 else order[::-1]:
+                    runs[variant].append(run_w1(n, work, variant, trees[variant]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return runs

@@ -15,14 +15,10 @@ two; CPU seconds move much less with the load, so they are the figure to judge a
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
-from pathlib import Path
-from typing import Any
 
 from _harness import environment_note
-from _w1_trees import git, run_w1, worktrees
+from _w1_trees import git, interleaved_w1
 
 FIGURES = (("events_per_s", "events/s"), ("cpu_s", "TaskManager CPU s"), ("tree_cpu_s", "whole run CPU s"))
 
@@ -38,19 +34,10 @@ def main() -> None:
         "baseline": git("rev-parse", "--short", args.baseline),
         "candidate": git("rev-parse", "--short", args.candidate),
     }
-    work = Path(tempfile.mkdtemp(prefix="sluice-ab-"))
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in commits}
     print(
         f"# W1, {commits['baseline']} against {commits['candidate']}, n = {args.n:,} ({environment_note()})\n"
     )
-    try:
-        with worktrees(commits, work) as trees:
-            order = list(commits)
-            for r in range(args.repeat):
-                for variant in order if r % 2 == 0 else order[::-1]:
-                    runs[variant].append(run_w1(args.n, work, variant, trees[variant]))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    runs = interleaved_w1(commits, args.n, args.repeat, "sluice-ab-")
     medians = {v: {k: statistics.median(r[k] for r in runs[v]) for k, _ in FIGURES} for v in commits}
     print("| variant | commit | " + " | ".join(f"{title} (median) | ratio" for _, title in FIGURES) + " |")
     print("|---|---|" + "---|---|" * len(FIGURES))

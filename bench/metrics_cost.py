@@ -17,14 +17,10 @@ metrics to measure them alone: HEAD differs from the baseline in everything comm
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
-from pathlib import Path
-from typing import Any
 
 from _harness import environment_note
-from _w1_trees import git, parent_of_commit_adding, run_w1, worktrees
+from _w1_trees import git, interleaved_w1, parent_of_commit_adding
 
 _TASK_METRICS = "runtime/sluice/engine/_task_metrics.py"
 
@@ -40,17 +36,8 @@ def main() -> None:
         "before": git("rev-parse", "--short", args.baseline or parent_of_commit_adding(_TASK_METRICS)),
         "with metrics": git("rev-parse", "--short", args.candidate),
     }
-    work = Path(tempfile.mkdtemp(prefix="sluice-metrics-"))
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in commits}
     print(f"# W1 before and with subtask metrics, n = {args.n:,} ({environment_note()})\n")
-    try:
-        with worktrees(commits, work) as trees:
-            order = list(commits)
-            for r in range(args.repeat):
-                for variant in order if r % 2 == 0 else order[::-1]:
-                    runs[variant].append(run_w1(args.n, work, variant, trees[variant]))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    runs = interleaved_w1(commits, args.n, args.repeat, "sluice-metrics-")
     base = statistics.median(r["events_per_s"] for r in runs["before"])
     print("| variant | commit | events/s (median) | vs before | TaskManager CPU s (median) |")
     print("|---|---|---|---|---|")
