@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sluice._states import CheckpointKind, CheckpointStatus, StopMode
@@ -129,18 +129,7 @@ class CheckpointRecord:
 
     def summary(self) -> CheckpointSummary:
         """As the REST API shows it (`GET /v1/checkpoints`): what it cost once it completed."""
-        if self.status != CheckpointStatus.COMPLETED:
-            return CheckpointSummary(
-                self.checkpoint_id,
-                self.kind,
-                self.status,
-                self.trigger_ms,
-                self.completion_ms,
-                self.path,
-                self.error,
-            )
-        stats = self.stats or SnapshotStats()
-        return CheckpointSummary(
+        summary = CheckpointSummary(
             self.checkpoint_id,
             self.kind,
             self.status,
@@ -148,6 +137,12 @@ class CheckpointRecord:
             self.completion_ms,
             self.path,
             self.error,
+        )
+        if self.status != CheckpointStatus.COMPLETED:
+            return summary
+        stats = self.stats or SnapshotStats()
+        return replace(
+            summary,
             fully_finished_operators=tuple(self.fully_finished),
             finished_subtasks=self.finished_subtasks,
             duration_ms=self.duration_ms,
