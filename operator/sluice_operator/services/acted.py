@@ -13,6 +13,7 @@ from .plan import (
     DisposeSavepointFiles,
     EnsureJobSecret,
     EnsurePodMonitor,
+    EnsureStateKey,
     TriggerSavepoint,
 )
 
@@ -47,6 +48,14 @@ class SecretReady:
 
 
 @dataclass(frozen=True)
+class StateKeyReady:
+    """The namespace's state key Secret is in place; `key` is what it holds (never logged)."""
+
+    action: EnsureStateKey
+    key: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
 class MonitorEnsured:
     action: EnsurePodMonitor
     state: MonitorState
@@ -60,7 +69,7 @@ class FilesDisposed:
     removed: bool
 
 
-Result = Done | Refused | RunsDeleted | SecretReady | MonitorEnsured | FilesDisposed
+Result = Done | Refused | RunsDeleted | SecretReady | StateKeyReady | MonitorEnsured | FilesDisposed
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,10 @@ class Executed:
     @property
     def rest_token(self) -> str | None:
         return next((r.token for r in self.results if isinstance(r, SecretReady)), None)
+
+    @property
+    def state_key(self) -> bytes | None:
+        return next((r.key for r in self.results if isinstance(r, StateKeyReady)), None)
 
     @property
     def monitor(self) -> MonitorState | None:

@@ -7,6 +7,7 @@ volume mounts and the operator's Authorization header carry them.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube
@@ -45,7 +46,7 @@ async def ensure_job_secret(kube: Kube, owner: m.Owner) -> str:
     return data[m.REST_TOKEN_KEY]
 
 
-async def ensure_state_key(kube: Kube, namespace: str) -> None:
+async def ensure_state_key(kube: Kube, namespace: str) -> bytes:
     """Create the namespace's state key Secret unless it exists; an existing one is never drawn again
     (every checkpoint and savepoint made with it would stop being restorable)."""
     found = await kube.secret(namespace, m.STATE_KEY_SECRET)
@@ -54,18 +55,24 @@ async def ensure_state_key(kube: Kube, namespace: str) -> None:
         found = await kube.secret(namespace, m.STATE_KEY_SECRET)
     if found is None:
         raise JobSecretError(f"Secret {m.STATE_KEY_SECRET} was created but cannot be read back")
-    value = found[1].get(m.STATE_KEY_KEY, "")
-    try:
-        usable = len(bytes.fromhex(value.strip())) >= 32
-    except ValueError:
-        usable = False
-    if not usable:
+    key = usable_state_key(found[1])
+    if key is None:
         raise JobSecretError(
             f"Secret {m.STATE_KEY_SECRET} must hold {m.STATE_KEY_KEY!r}: at least 64 hexadecimal digits, the "
             "key that authenticates this namespace's checkpoints and savepoints. Restore the one you had "
             "(without it, savepoints made with it are only restored with trustSavepoint), or delete the "
             "Secret and the operator makes a new one"
         )
+    return key
+
+
+def usable_state_key(data: Mapping[str, str] | None) -> bytes | None:
+    """The key a state key Secret's data holds, or None when it holds none usable (too short, not hex)."""
+    try:
+        key = bytes.fromhex((data or {}).get(m.STATE_KEY_KEY, "").strip())
+    except ValueError:
+        return None
+    return key if len(key) >= 32 else None
 
 
 async def rest_token(kube: Kube, owner: m.Owner) -> str | None:

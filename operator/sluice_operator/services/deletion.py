@@ -22,7 +22,7 @@ from ._time import millis
 from .auth import rest_token
 from .context import JobContext
 from .execute import execute
-from .gather import gather, owner_of, read_status
+from .gather import gather, owner_of, read_status, state_key
 from .observe import Deps, job_savepoints
 from .observed import Observed
 from .outcome import Finalized
@@ -91,7 +91,14 @@ async def _savepoint_before_delete(deps: Deps, config: OperatorConfig, job: Obj,
     """Whether a stop-with-savepoint of the running job is still under way."""
     token = await rest_token(deps.kube, owner_of(job))
     found = await gather(
-        deps, config, job, spec, rest_token=token, now_ms=int(time.time() * 1000), new_job_id=""
+        deps,
+        config,
+        job,
+        spec,
+        rest_token=token,
+        state_key=await state_key(deps, owner_of(job).namespace),
+        now_ms=int(time.time() * 1000),
+        new_job_id="",
     )
     plan = Plan(status=found.ctx.status)
     waiting = plan_deletion_savepoint(found.ctx, found.obs, plan, deletion_stamp(job))

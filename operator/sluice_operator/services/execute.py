@@ -19,7 +19,17 @@ from sluice_operator import manifests as m
 from sluice_operator.models import constants as c
 
 from ._time import rfc3339
-from .acted import Done, Executed, FilesDisposed, MonitorEnsured, Refused, Result, RunsDeleted, SecretReady
+from .acted import (
+    Done,
+    Executed,
+    FilesDisposed,
+    MonitorEnsured,
+    Refused,
+    Result,
+    RunsDeleted,
+    SecretReady,
+    StateKeyReady,
+)
 from .auth import ensure_job_secret, ensure_state_key
 from .monitoring import delete_pod_monitor, ensure_pod_monitor
 from .observe import Deps
@@ -163,10 +173,9 @@ async def _prerequisite(acting: _Acting, action: Prerequisite) -> Result:
         case EnsureJobSecret():
             return SecretReady(action, await ensure_job_secret(kube, owner))
         case EnsureStateKey():
-            await ensure_state_key(kube, owner.namespace)
+            return StateKeyReady(action, await ensure_state_key(kube, owner.namespace))
         case EnsurePodMonitor(config=config):
             return MonitorEnsured(action, await ensure_pod_monitor(kube, owner, config))
-    return Done(action)
 
 
 async def _on_savepoint(acting: _Acting, action: Action) -> Result:

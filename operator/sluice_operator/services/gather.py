@@ -12,6 +12,7 @@ from sluice_operator import manifests as m
 from sluice_operator.kube import Obj
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
 
+from .auth import usable_state_key
 from .context import JobContext
 from .observe import Deps, observe_job
 from .observed import Observed
@@ -36,22 +37,25 @@ def read_status(job: Obj) -> StreamJobStatus:
 
 
 async def job_storage(
-    deps: Deps, config: OperatorConfig, namespace: str, spec: StreamJobSpec | None, uri: str
+    deps: Deps,
+    config: OperatorConfig,
+    namespace: str,
+    spec: StreamJobSpec | None,
+    uri: str,
+    *,
+    state_key: bytes | None = None,
 ) -> Storage:
+    """The job's storage; with the namespace's `state_key` it believes the job results that key sealed
+    (without it, none)."""
     secret = (spec.storage_secret if spec is not None else None) or config.storage_secret
     data = await deps.kube.secret_data(namespace, secret) if secret else None
-    return Storage(storage_options(uri, data or {}), state_key=await state_key(deps, namespace))
+    return Storage(storage_options(uri, data or {}), state_key=state_key)
 
 
 async def state_key(deps: Deps, namespace: str) -> bytes | None:
     """The namespace's state key, which coordinators seal job results with; None while it has none (or
     an unusable one, which reconcile reports)."""
-    data = await deps.kube.secret_data(namespace, m.STATE_KEY_SECRET)
-    try:
-        key = bytes.fromhex((data or {}).get(m.STATE_KEY_KEY, "").strip())
-    except ValueError:
-        return None
-    return key if len(key) >= 32 else None
+    return usable_state_key(await deps.kube.secret_data(namespace, m.STATE_KEY_SECRET))
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ async def gather(
     spec: StreamJobSpec,
     *,
     rest_token: str | None,
+    state_key: bytes | None,
     now_ms: int,
     new_job_id: str,
 ) -> Gathered:
@@ -76,7 +81,7 @@ async def gather(
     owner = owner_of(job)
     status = read_status(job)
     checkpoint_dir = m.checkpoint_dir(spec, owner, config)
-    storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir)
+    storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir, state_key=state_key)
     obs = await observe_job(
         deps,
         storage=storage,

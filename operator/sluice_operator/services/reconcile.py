@@ -49,7 +49,14 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     except JobSecretError as problem:
         return await degraded(DegradedReason.SECRET_CONFLICT, str(problem))
     found = await gather(
-        deps, config, job, spec, rest_token=ready.rest_token, now_ms=now_ms, new_job_id=uuid.uuid4().hex
+        deps,
+        config,
+        job,
+        spec,
+        rest_token=ready.rest_token,
+        state_key=ready.state_key,
+        now_ms=now_ms,
+        new_job_id=uuid.uuid4().hex,
     )
     ctx, obs = found.ctx, found.obs
     if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
