@@ -130,5 +130,11 @@ if $archive; then
         podman | buildah) "$builder" push --quiet "$tag" "docker-archive:$partial:$tag" >/dev/null ;;
     esac
     mv "$partial" "$archive_path"
+    # Each archive is about 3 GB and a new one is written whenever the sources change: keep the one
+    # just built and the newest other (another clone may still be on it), so the cache cannot fill
+    # the disk over a day of commits. Unfinished ones older than a day were left by killed builds.
+    find "$cache" -maxdepth 1 -name 'sluice-*.tar' ! -path "$archive_path" -printf '%T@ %p\n' \
+        | sort -rn | tail -n +2 | cut -d' ' -f2- | xargs -r rm -f
+    find "$cache" -maxdepth 1 -name 'sluice-*.tar.tmp.*' -mmin +1440 -delete
     echo "$archive_path"
 fi

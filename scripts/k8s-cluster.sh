@@ -111,7 +111,7 @@ subjectAltName=IP:$node_ip,DNS:$node_name"
 
 kubeconfig() { # NAME: a kubeconfig that authenticates with pki/NAME.{crt,key}
     local name=$1
-    cat >"$state/$name.kubeconfig" <<EOF
+    write_config "$state/$name.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -147,7 +147,7 @@ make_network() {
     in_node sysctl -q -w net.ipv4.ip_forward=1
     in_node sysctl -q -w net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
     mkdir -p "$state/cni/net.d" "$state/cni/ipam"
-    cat >"$state/cni/net.d/10-sluice.conflist" <<EOF
+    write_config "$state/cni/net.d/10-sluice.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "sluice",
@@ -166,6 +166,18 @@ EOF
 }
 
 # --- processes -----------------------------------------------------------------------------------------
+
+write_config() { # FILE: writes standard input to FILE only if that changes it
+    # `up` runs again on every `restart`, and kube-proxy exits when its configuration file is written
+    # (it watches it): rewriting unchanged files left the node without kube-proxy after any restart,
+    # so Services made or moved afterwards got no rules and their addresses were unreachable from pods.
+    cat >"$1.new"
+    if cmp -s "$1.new" "$1"; then
+        rm -f "$1.new"
+    else
+        mv "$1.new" "$1"
+    fi
+}
 
 start() { # NAME COMMAND...: runs COMMAND in the node's network namespace, detached, logging to logs/NAME.log
     local name=$1
@@ -296,7 +308,7 @@ ctr_node() { ctr --address "$run_dir/containerd.sock" --namespace k8s.io "$@"; }
 
 start_node() {
     mkdir -p "$run_dir" "$state/containerd" "$state/kubelet"
-    cat >"$state/containerd.toml" <<EOF
+    write_config "$state/containerd.toml" <<EOF
 version = 2
 root = "$state/containerd"
 state = "$run_dir/containerd"
@@ -330,7 +342,7 @@ EOF
     pause_archive
     ctr_node images import --no-unpack "$state/pause.tar" >/dev/null
 
-    cat >"$state/kubelet.yaml" <<EOF
+    write_config "$state/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # This machine's cgroups are v1; the kubelet refuses them unless told.
@@ -373,7 +385,7 @@ EOF
         --kubeconfig "$state/kubelet.kubeconfig" --hostname-override "$node_name" --node-ip "$node_ip" \
         --root-dir "$state/kubelet" --cert-dir "$state/pki"
 
-    cat >"$state/kube-proxy.yaml" <<EOF
+    write_config "$state/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: "$state/kube-proxy.kubeconfig"}
@@ -390,7 +402,7 @@ EOF
 
     # CoreDNS runs on the node (as a DaemonSet with hostNetwork would) behind the kube-dns Service; it
     # listens on every address of the node's network namespace, which holds nothing but the cluster.
-    cat >"$state/Corefile" <<EOF
+    write_config "$state/Corefile" <<EOF
 .:53 {
     errors
     health 127.0.0.1:8080

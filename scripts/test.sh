@@ -31,6 +31,15 @@ if ! $quick; then
     scripts/kafka-jars.sh >/dev/null  # the Kafka 4 test broker's jars, from Maven Central once
 fi
 echo "test.sh: set-up took $(( $(date +%s) - started ))s" >&2
+if ! $quick && [ "$(id -u)" -eq 0 ]; then
+    # The real one-node cluster's binaries and the image its tests run (tests/e2e/_real_node.py), on a
+    # line of their own: a cold build takes many minutes, a warm one finds both in the cache. Without
+    # root the real-node tests cannot run, and say so.
+    node_started=$(date +%s)
+    scripts/k8s-node-binaries.sh >/dev/null
+    scripts/build-image.sh --builder buildah --local-base --tag sluice:dev --archive >/dev/null
+    echo "test.sh: real-node set-up (node binaries, image) took $(( $(date +%s) - node_started ))s" >&2
+fi
 
 echo "== ruff" >&2
 .venv/bin/ruff check runtime operator tests bench examples

@@ -67,9 +67,9 @@ class E2ECluster:
     # --- kubectl ---------------------------------------------------------------------------------------
 
     def kubectl(
-        self, *args: str, check: bool = True, input: str | None = None
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120.0
     ) -> subprocess.CompletedProcess[str]:
-        return self.kube.kubectl(*args, namespace=self.namespace, check=check, input=input)
+        return self.kube.kubectl(*args, namespace=self.namespace, check=check, input=input, timeout=timeout)
 
     def apply(self, manifest: Path | str) -> str:
         """`kubectl apply -f` of a file (examples/k8s/, unchanged) or of YAML text; kubectl's output."""
@@ -295,7 +295,12 @@ class E2ECluster:
             ("objects", ["get", "streamjobs,savepoints,pods,services,configmaps", "-o", "wide"]),
             ("events", ["get", "events", "--sort-by=.lastTimestamp"]),
         ):
-            result = self.kubectl(*args, check=False)
+            try:
+                result = self.kubectl(*args, check=False, timeout=30)
+            except subprocess.TimeoutExpired:
+                parts.append(f"===== {title}: the API server did not answer in 30 s =====")
+                parts.append(self.kube.control_plane_health())
+                return "\n".join(parts)
             text = (result.stdout or result.stderr).splitlines()
             parts.append(f"===== {title} =====\n" + "\n".join(text[-40:]))
         for job in self.items("streamjobs") if self._reachable() else []:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -56,6 +59,7 @@ class ControlPlane:
         self.processes: list[ManagedProcess] = []
         self.kubeconfig = workdir / "kubeconfig"
         self.server = ""
+        self.etcd_data = _etcd_data_dir(workdir)
         self.pki: Pki | None = None
 
     def start(self, timeout: float = 120.0) -> None:
@@ -76,7 +80,7 @@ class ControlPlane:
             "etcd",
             [
                 "--name=sluice-test",
-                f"--data-dir={self.workdir / 'etcd'}",
+                f"--data-dir={self.etcd_data}",
                 f"--listen-client-urls={etcd_url}",
                 f"--advertise-client-urls={etcd_url}",
                 f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
@@ -171,11 +175,31 @@ class ControlPlane:
         )
         return result.returncode == 0
 
+    def health(self) -> str:
+        """Whether each control-plane process still runs, with its log's tail: what a test prints when
+        the API server stops answering, so the report says which part stalled or died."""
+        parts = []
+        for process in self.processes:
+            state = "running" if process.running else f"exited with {process.popen.returncode}"
+            parts.append(f"===== {process.name} ({state}), {process.log_path} =====\n{process.log_tail(15)}")
+        return "\n".join(parts)
+
     def stop(self) -> None:
         # The session's data is thrown away, so a slow graceful shutdown buys nothing.
         for process in reversed(self.processes):
             process.stop(timeout=5)
         self.processes.clear()
+        shutil.rmtree(self.etcd_data, ignore_errors=True)
+
+
+def _etcd_data_dir(workdir: Path) -> Path:
+    # etcd on memory, so a busy disk cannot hold up its writes: in one CI run the API server answered
+    # "context deadline exceeded" for the rest of its session while the real node's image (gigabytes)
+    # was built and imported beside it. The data is a few megabytes and is thrown away.
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return Path(tempfile.mkdtemp(prefix="sluice-etcd-", dir=shm))
+    return workdir / "etcd"
 
 
 def _http_ok(url: str, context: ssl.SSLContext | None) -> bool:

@@ -64,6 +64,8 @@ class KubeEnv:
     external: bool = False
     startup_seconds: float = 0.0
     helm_home: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "sluice-helm")
+    # The control plane's processes and log tails, for a failing test's report; empty when external.
+    control_plane_health: Callable[[], str] = field(default=lambda: "", repr=False, compare=False)
 
     def _run(
         self,
@@ -235,6 +237,7 @@ def _start_kube_env(workdir: Path) -> tuple[KubeEnv, Callable[[], None]]:
             control_plane.bin_dir,
             startup_seconds=time.monotonic() - started,
             helm_home=control_plane.workdir / "helm",
+            control_plane_health=control_plane.health,
         )
         env.apply_crds()
     except BaseException:
