@@ -1,8 +1,10 @@
-"""Deleting a StreamJob, an operator that restarts mid-savepoint, and StreamJobs that are invalid."""
+"""Deleting a StreamJob, and StreamJobs that are invalid.
+
+An operator restarted while a savepoint is in progress: test_real_node_faults.py, on the real node.
+"""
 
 from __future__ import annotations
 
-import signal
 import time
 from typing import Any
 
@@ -10,8 +12,6 @@ import pytest
 import yaml
 
 from e2e._cluster import EXAMPLES, JOB_LABEL, E2ECluster
-from e2e._outputs import assert_unbounded_exactly_once
-from testkit.outputs import read_output
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
@@ -71,54 +71,6 @@ def test_deleting_a_streamjob_removes_everything_it_owned(e2e: E2ECluster) -> No
     assert e2e.get("pod", f"{JOB}-coordinator") is None
     # A user's Savepoint is a restore point of its own: it outlives the job (docs/operator.md).
     assert (e2e.get("savepoint", USER_SAVEPOINT) or {}).get("status", {}).get("state") == "Completed"
-
-
-@pytest.mark.timeout(480)
-def test_operator_restarted_mid_savepoint_keeps_following_it(e2e: E2ECluster) -> None:
-    # A long heartbeat timeout: the TaskManager frozen below must hold the savepoint, not be declared lost.
-    _, manifest = _variant(failureDetection={"heartbeatTimeout": "10m"})
-    e2e.apply(yaml.safe_dump(manifest))
-    e2e.wait_running_with_checkpoint(JOB)
-    taskmanager = e2e.coordinator(JOB, "/v1/job")["taskManagers"][0]
-    pod = e2e.taskmanager_pod_of(JOB, taskmanager["host"])
-    # A frozen TaskManager cannot acknowledge the savepoint's barrier, so the savepoint stays in
-    # progress for as long as the test needs (heartbeat timeout and checkpoint timeout: 10 minutes).
-    e2e.signal_process(pod, taskmanager["pid"], signal.SIGSTOP)
-    try:
-        e2e.apply(SAVEPOINT)
-
-        def in_progress() -> dict[str, Any] | None:
-            status = (e2e.get("savepoint", USER_SAVEPOINT) or {}).get("status") or {}
-            return status if status.get("state") == "InProgress" and status.get("triggerId") else None
-
-        trigger = e2e.wait("the Savepoint InProgress with a trigger id", in_progress, timeout=60)["triggerId"]
-        assert e2e.coordinator(JOB, f"/v1/savepoints/{trigger}")["status"] == "IN_PROGRESS"
-
-        e2e.operator.crash()
-        e2e.operator.start()
-        # Several reconcile intervals (1 s) of the new operator: it neither abandons, fails nor
-        # re-triggers the savepoint it finds in progress.
-        time.sleep(5)
-        status = e2e.get("savepoint", USER_SAVEPOINT)["status"]  # type: ignore[index]
-        assert (status["state"], status["triggerId"]) == ("InProgress", trigger), status
-    finally:
-        e2e.signal_process(pod, taskmanager["pid"], signal.SIGCONT)
-
-    status = e2e.wait_savepoint(USER_SAVEPOINT, "Completed", timeout=120)["status"]
-    answer = e2e.coordinator(JOB, f"/v1/savepoints/{trigger}")
-    assert status["triggerId"] == trigger
-    assert (status["path"], status["checkpointId"]) == (answer["path"], answer["checkpointId"]), answer
-    history = e2e.coordinator(JOB, "/v1/checkpoints")["history"]
-    savepoints = [h for h in history if h.get("kind") == "savepoint"]
-    assert len(savepoints) == 1, f"the savepoint was triggered more than once: {savepoints}"
-    job = e2e.get("streamjob", JOB)
-    assert job is not None and job["status"]["lifecycleState"] == "Running"
-
-    # The frozen TaskManager and the restart cost nothing: drain and check the output.
-    e2e.set_state(JOB, "finished")
-    e2e.wait_lifecycle(JOB, "Finished")
-    output = read_output(e2e.storage.output_uri(e2e.namespace, JOB), e2e.storage.storage_options)
-    assert_unbounded_exactly_once(output, at_least=1)
 
 
 def _variant(**spec_changes: Any) -> tuple[str, dict[str, Any]]:

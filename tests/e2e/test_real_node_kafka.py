@@ -17,19 +17,17 @@ import pytest
 import yaml
 
 from e2e._cluster import E2ECluster
-from e2e._real_node import NODE_IP, RealNode, restricted_release
-from e2e._real_node_jobs import DEPLOY_TIMEOUT, generation, wait_restarted_on_new_pods
-
-# The process kubelet's Kafka test keeps the order helpers; the job and the broker's place differ here.
-from e2e.test_kafka_job import (
+from e2e._kafka_orders import (
     BATCH,
     KAFKA_JOB,
-    _assert_no_open_transactions,
-    _committed_totals,
-    _expected,
-    _produce_orders,
-    _wait_totals,
+    assert_no_open_transactions,
+    committed_totals,
+    expected_totals,
+    produce_orders,
+    wait_totals,
 )
+from e2e._real_node import NODE_IP, RealNode, restricted_release
+from e2e._real_node_jobs import DEPLOY_TIMEOUT, generation, wait_restarted_on_new_pods
 from testkit.kafka import KafkaBroker, kafka_libs, unique_topic
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark, pytest.mark.kafka]
@@ -75,7 +73,7 @@ def test_kafka_job_on_a_real_node_writes_every_total_once_across_a_deleted_pod_a
     e2e, broker = release, node_broker
     orders = broker.create_topic(unique_topic("orders"), 3)
     totals = broker.create_topic(unique_topic("totals"), 2)
-    _produce_orders(broker, orders, 0, BATCH)
+    produce_orders(broker, orders, 0, BATCH)
 
     manifest = yaml.safe_load(KAFKA_JOB.read_text())
     args = {"bootstrap": broker.bootstrap_servers, "input": orders, "output": totals}
@@ -83,15 +81,15 @@ def test_kafka_job_on_a_real_node_writes_every_total_once_across_a_deleted_pod_a
     manifest["spec"]["taskManagers"]["replicas"] = 1  # both subtasks: two do not fit on the node's 2 CPUs
     e2e.apply(yaml.safe_dump(manifest))
     first_run = e2e.wait_running_with_checkpoint(JOB, timeout=DEPLOY_TIMEOUT)["status"]["job"]["id"]
-    _wait_totals(e2e, broker, totals, BATCH)
+    wait_totals(e2e, broker, totals, BATCH)
 
     # The TaskManager's pod deleted with the second batch on its way: its open transaction is aborted by
     # the restarted tasks' fencing, and what the checkpoint held is committed or sent again, once.
-    _produce_orders(broker, orders, BATCH, BATCH)
+    produce_orders(broker, orders, BATCH, BATCH)
     (taskmanager,) = (pod["metadata"]["name"] for pod in e2e.taskmanager_pods(JOB))
     e2e.kubectl("delete", "pod", taskmanager, "--timeout=90s")
     wait_restarted_on_new_pods(e2e, JOB, 1, gone={taskmanager})
-    _wait_totals(e2e, broker, totals, 2 * BATCH)
+    wait_totals(e2e, broker, totals, 2 * BATCH)
 
     # Suspended: the savepoint's transactions are committed before the pods go, and nothing is left
     # open to hold back read_committed consumers while the job is down.
@@ -99,21 +97,21 @@ def test_kafka_job_on_a_real_node_writes_every_total_once_across_a_deleted_pod_a
     savepoint = e2e.wait_savepoint(f"{JOB}-suspend-{generation(e2e, JOB)}", "Completed", timeout=300)
     e2e.wait_lifecycle(JOB, "Suspended")
     e2e.wait_pods_gone(JOB)
-    _assert_no_open_transactions(broker, totals, [first_run])
-    assert _committed_totals(broker, totals) == _expected(2 * BATCH)
+    assert_no_open_transactions(broker, totals, [first_run])
+    assert committed_totals(broker, totals) == expected_totals(2 * BATCH)
 
     # Orders that arrive while the job is suspended are read by the resumed run from the savepoint's
     # offsets: none is skipped, none read twice.
-    _produce_orders(broker, orders, 2 * BATCH, BATCH)
+    produce_orders(broker, orders, 2 * BATCH, BATCH)
     e2e.set_state(JOB, "running")
     resumed = e2e.wait_running_with_checkpoint(JOB, timeout=DEPLOY_TIMEOUT)["status"]["job"]
     assert resumed["id"] != first_run and resumed["restoredFrom"] == savepoint["status"]["path"], resumed
-    _wait_totals(e2e, broker, totals, 3 * BATCH)
+    wait_totals(e2e, broker, totals, 3 * BATCH)
 
     # Drained: the final savepoint commits the last transaction.
     e2e.set_state(JOB, "finished")
     e2e.wait_savepoint(f"{JOB}-terminate-{generation(e2e, JOB)}", "Completed", timeout=300)
     e2e.wait_lifecycle(JOB, "Finished")
     e2e.wait_pods_gone(JOB)
-    _assert_no_open_transactions(broker, totals, [first_run, resumed["id"]])
-    assert _committed_totals(broker, totals) == _expected(3 * BATCH)
+    assert_no_open_transactions(broker, totals, [first_run, resumed["id"]])
+    assert committed_totals(broker, totals) == expected_totals(3 * BATCH)

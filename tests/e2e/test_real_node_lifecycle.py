@@ -43,7 +43,9 @@ def test_suspend_resume_and_deleted_pods_keep_the_output_exactly_once(release: E
     # running -> suspended: stop-with-savepoint without drain; every pod of the job goes.
     e2e.set_state(JOB, "suspended")
     savepoint = e2e.wait_savepoint(f"{JOB}-suspend-{generation(e2e, JOB)}", "Completed", timeout=300)
+    assert savepoint["spec"]["stop"] == "suspend"
     path = savepoint["status"]["path"]
+    assert path.startswith(f"{e2e.storage.root}/savepoints/{e2e.namespace}/{JOB}/"), path
     metadata = e2e.storage.read_json(f"{path}/_metadata")
     assert (metadata["kind"], metadata["stopMode"], metadata["jobId"]) == ("savepoint", "no-drain", first_run)
     suspended = e2e.wait_lifecycle(JOB, "Suspended")
@@ -54,6 +56,9 @@ def test_suspend_resume_and_deleted_pods_keep_the_output_exactly_once(release: E
     e2e.set_state(JOB, "running")
     resumed = e2e.wait_running_with_checkpoint(JOB, timeout=DEPLOY_TIMEOUT)["status"]["job"]
     assert resumed["id"] != first_run and resumed["restoredFrom"] == path, resumed
+    assert "endTime" not in resumed, f"the running job shows the previous run's end: {resumed}"
+    args = e2e.coordinator_pod(JOB)["spec"]["containers"][0]["args"]
+    assert args[args.index("--from-savepoint") + 1] == path, args
 
     # The TaskManager's pod deleted: Spark asks for a new executor pod, and the coordinator restarts
     # every subtask there from the run's latest checkpoint.
@@ -77,5 +82,9 @@ def test_suspend_resume_and_deleted_pods_keep_the_output_exactly_once(release: E
     last = e2e.wait_running_with_checkpoint(JOB, timeout=DEPLOY_TIMEOUT)["status"]["job"]
     assert f"/{resumed['id']}/chk-" in last["restoredFrom"], last
     assert e2e.coordinator_pod(JOB)["metadata"]["uid"] != coordinator_uid
+    resumed_run_dir = last["restoredFrom"].rsplit("/chk-", 1)[0]
+    assert not e2e.storage.exists(f"{resumed_run_dir}/job-result.json"), (
+        "the deleted coordinator ended its job"
+    )
 
     drain_and_check_output(e2e, JOB)

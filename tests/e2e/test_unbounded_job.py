@@ -51,35 +51,6 @@ def _finish_and_check_output(e2e: E2ECluster) -> dict[str, Any]:
     return job
 
 
-@pytest.mark.timeout(600)
-def test_suspend_resume_and_finish_keep_the_output_exactly_once(e2e: E2ECluster) -> None:
-    e2e.apply(UNBOUNDED)
-    first_run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"]
-
-    # running -> suspended: SUSPEND, a stop-with-savepoint without drain.
-    e2e.set_state(JOB, "suspended")
-    savepoint = e2e.wait_savepoint(f"{JOB}-suspend-{_generation(e2e)}", "Completed")
-    assert savepoint["spec"]["stop"] == "suspend"
-    path = savepoint["status"]["path"]
-    assert path.startswith(f"{e2e.storage.root}/savepoints/{e2e.namespace}/{JOB}/"), path
-    metadata = e2e.storage.read_json(f"{path}/_metadata")
-    assert (metadata["kind"], metadata["stopMode"], metadata["jobId"]) == ("savepoint", "no-drain", first_run)
-    suspended = e2e.wait_lifecycle(JOB, "Suspended")
-    assert suspended["status"]["lastSavepoint"]["path"] == path
-    e2e.wait_pods_gone(JOB, timeout=60)
-
-    # suspended -> running: a new run restored from that savepoint.
-    e2e.set_state(JOB, "running")
-    resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
-    assert resumed["id"] != first_run
-    assert resumed["restoredFrom"] == path
-    assert "endTime" not in resumed, f"the running job shows the previous run's end: {resumed}"
-    args = e2e.coordinator_pod(JOB)["spec"]["containers"][0]["args"]
-    assert args[args.index("--from-savepoint") + 1] == path, args
-
-    _finish_and_check_output(e2e)
-
-
 @pytest.mark.timeout(480)
 def test_savepoint_of_a_running_job_leaves_it_running(e2e: E2ECluster) -> None:
     e2e.apply(UNBOUNDED)
@@ -145,24 +116,3 @@ def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECl
 
     finished = _finish_and_check_output(e2e)
     assert finished["status"]["job"]["restarts"] >= 2
-
-
-@pytest.mark.timeout(600)
-def test_a_deleted_coordinator_pod_is_replaced_and_the_job_goes_on_from_its_checkpoint(
-    e2e: E2ECluster,
-) -> None:
-    # A node drain or an eviction deletes the coordinator pod: SIGTERM suspends the job (it does not
-    # cancel it), and the operator starts a new run from the run's latest checkpoint.
-    e2e.apply(UNBOUNDED)
-    status = e2e.wait_running_with_checkpoint(JOB)["status"]
-    first_run, first_pod = status["job"]["id"], e2e.coordinator_pod(JOB)["metadata"]["uid"]
-    e2e.kubectl("delete", "pod", f"{JOB}-coordinator", "--timeout=90s")
-
-    resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
-    assert resumed["id"] != first_run
-    assert f"/{first_run}/chk-" in resumed["restoredFrom"], resumed
-    assert e2e.coordinator_pod(JOB)["metadata"]["uid"] != first_pod
-    first_run_dir = resumed["restoredFrom"].rsplit("/chk-", 1)[0]
-    assert not e2e.storage.exists(f"{first_run_dir}/job-result.json"), "the deleted coordinator ended its job"
-
-    _finish_and_check_output(e2e)
