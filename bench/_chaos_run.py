@@ -36,6 +36,10 @@ class RunResult:
     scenario: Scenario
     faults: int = 0
     lost: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Rows of the reference missing from the output of a run whose job ended FINISHED."""
+    unwritten: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Rows missing from a run stopped before its job finished (its time budget ran out, or the
+    harness failed): not lost, only not written yet. Such a run is an error, not a loss."""
     duplicated: collections.Counter[str] = field(default_factory=collections.Counter)
     prepared: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -47,6 +51,8 @@ class RunResult:
     events: list[str] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
     stderr_tail: str = ""
+    completed: bool = False
+    """The job ended FINISHED."""
 
     @property
     def violated(self) -> bool:
@@ -54,7 +60,7 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return not self.violated and self.error is None and not self.anomalies
+        return self.completed and not self.violated and self.error is None and not self.anomalies
 
 
 class ChaosRun:
@@ -192,6 +198,7 @@ class ChaosRun:
             code = self.job.wait(left)
             self.log(f"coordinator {len(self.jobs)} exited {code}")
             if code == 0:
+                self.result.completed = True
                 return
             if code == 2 or time.monotonic() > deadline:
                 raise RuntimeError(f"sluice run exited {code}")
@@ -201,7 +208,11 @@ class ChaosRun:
     def _check(self) -> None:
         got = self.sink.output()
         expected = self.sink.reference()
-        self.result.lost = expected - got
+        missing = expected - got
+        if self.result.completed:
+            self.result.lost = missing
+        else:
+            self.result.unwritten = missing
         self.result.duplicated = got - expected
         self.result.prepared = self.sink.prepared()
         self.result.files = self.sink.stray_files()

@@ -70,6 +70,8 @@ def report(result: RunResult, verbose: bool = False) -> str:
     elif result.violated:
         verdict = "LEFTOVER"
     else:
+        # A run stopped before its job finished (the budget ran out) has rows still to write: that is
+        # not evidence of loss, so it is an ERROR with those rows listed, not LOST.
         verdict = "ok" if result.ok else "ERROR"
     line = (
         f"run {sc.run:>3} seed {sc.seed} {verdict:<9} {result.seconds:5.1f}s faults {result.faults} "
@@ -82,10 +84,14 @@ def report(result: RunResult, verbose: bool = False) -> str:
     if result.error:
         details.append(f"  error: {result.error}")
     details += [f"  anomaly: {a}" for a in result.anomalies]
-    for name, rows in (("lost", result.lost), ("duplicated", result.duplicated)):
+    for label, rows in (
+        ("lost rows", result.lost),
+        ("duplicated rows", result.duplicated),
+        ("rows not yet written when the run was stopped", result.unwritten),
+    ):
         if rows:
             shown = ", ".join(f"{r} x{n}" for r, n in sorted(rows.items())[:10])
-            details.append(f"  {name} rows ({sum(rows.values())}): {shown}")
+            details.append(f"  {label} ({sum(rows.values())}): {shown}")
     for name, items in (
         ("prepared", result.prepared),
         ("files", result.files),
