@@ -52,17 +52,36 @@ reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 status=0
 
+# children_cpu: writes to $reports/cpu the CPU seconds (user + system) that this shell's finished
+# children have used so far. `times` must run in this shell: a $(...) subshell has no children of its own.
+children_cpu() {
+    times >"$reports/times"
+    awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] }
+                   printf "%.0f\n", s }' "$reports/times" >"$reports/cpu"
+}
+
 # tier NAME PATH WORKERS: runs one tier; a failure is remembered, and the next tiers still run.
+# Besides its wall time, a tier reports the CPU its process tree used (the processes pytest started and
+# waited for: interpreters, JVMs, the process kubelet's pods; not the real node's containers, which are
+# containerd's), and that as a share of the machine's cores over the tier: where a tier waits instead
+# of computing, and so what running tiers side by side could gain.
 tier() {
-    local name=$1 path=$2 workers=$3 tier_started code=0
+    local name=$1 path=$2 workers=$3 tier_started code=0 cpu_before wall cpu
     tier_started=$(date +%s)
+    children_cpu
+    read -r cpu_before <"$reports/cpu"
     echo "== pytest $name (-n $workers)" >&2
     .venv/bin/pytest "$path" -p no:cacheprovider -n "$workers" --dist loadgroup --durations=30 \
         --junitxml="$reports/$name.xml" "${@:4}" || code=$?
     if [ "$code" -eq 5 ] && [ $# -gt 3 ]; then
         code=0  # the caller's own selection (-k, -m) left nothing of this tier to run
     fi
-    echo "test.sh: $name tier took $(( $(date +%s) - tier_started ))s (pytest exit code $code)" >&2
+    wall=$(( $(date +%s) - tier_started ))
+    children_cpu
+    read -r cpu <"$reports/cpu"
+    cpu=$(( cpu - cpu_before ))
+    echo "test.sh: $name tier took ${wall}s (pytest exit code $code), CPU ${cpu}s:" \
+        "$(( 100 * cpu / ( (wall > 0 ? wall : 1) * $(nproc) ) ))% of $(nproc) cores" >&2
     if [ "$status" -eq 0 ] && [ "$code" -ne 0 ]; then
         status=$code
     fi
