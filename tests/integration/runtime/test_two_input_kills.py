@@ -1,9 +1,10 @@
 """Broadcast state, interval and window joins with a TaskManager SIGKILLed mid-run: the output equals
 plain Python's, every line once (tests/integration/pipelines/two_inputs.py).
 
-Every operator runs through the real CLI (processes host); the broadcast case also on the Spark host,
-where the TaskManager is the Python worker Spark forked for its barrier task: its rules input has
-finished before the kill, so recovery must keep the rules without running their source again.
+Every operator runs through the real CLI (processes host). On the Spark host, where the TaskManager is
+the Python worker Spark forked for its barrier task: the broadcast case, whose rules input has finished
+before the kill, so recovery must keep the rules without running their source again, and the interval
+join on the disk backend, whose state files the restarted barrier tasks read back.
 """
 
 from __future__ import annotations
@@ -118,13 +119,15 @@ def _a_spark_python_worker(pid: int) -> None:
 
 
 @pytest.mark.spark
-def test_broadcast_state_is_exactly_once_across_a_killed_spark_taskmanager(
-    spark_context: Any, tmp_path: Path
+@pytest.mark.parametrize(("kind", "backend"), [("broadcast", "heap"), ("interval", "disk")])
+def test_a_two_input_operator_is_exactly_once_across_a_killed_spark_taskmanager(
+    kind: str, backend: str, spark_context: Any, tmp_path: Path
 ) -> None:
     out, count = tmp_path / "out", 12_000
-    options = _options(out, "broadcast", count, "heap", tmp_path)
+    options = _options(out, kind, count, backend, tmp_path)
     job = SparkJob(PIPELINE, *options, spark_context=spark_context)
     code, restored = _kill_one_taskmanager(job, _a_spark_python_worker)
     assert code == 0, job.stderr
-    _assert_rules_input_finished_in(restored)
-    assert_same_output(read_output(str(out)), expected("broadcast", count))
+    if kind == "broadcast":
+        _assert_rules_input_finished_in(restored)
+    assert_same_output(read_output(str(out)), expected(kind, count))
