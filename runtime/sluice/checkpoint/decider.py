@@ -15,6 +15,10 @@ CheckpointCoordinator:
   there is no other final one.
 - Periodic: every `interval_s` (counted from the start of the attempt, then from the last periodic
   trigger, declined or not), and not within `min_pause_s` of the last completion.
+- Nothing once every task has finished, or finishes on restore (every operator of its chain had
+  finished in the checkpoint the attempt restored): no task has state left to take, and the job ends
+  as they close. A job resumed from a finished job's checkpoint or a drained savepoint is all such
+  tasks; a checkpoint triggered while they restore would record nothing new.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Progress:
     all_reached_end: bool
     """Every subtask has reached end of data (END_OF_DATA or FINISHED)."""
     all_finished: bool
+    """Every subtask has finished or finishes on restore."""
     stop: StopPhase = StopPhase.NONE
 
 
@@ -66,7 +71,7 @@ def decide(
         # finishing, and a savepoint would find no task to take it.
         ready = progress.all_reached_end and not progress.all_finished and not progress.pending
         return Decision.STOP_SAVEPOINT if ready else Decision.NOTHING
-    if progress.pending:
+    if progress.pending or progress.all_finished:
         return Decision.NOTHING
     if not final_done and progress.all_reached_end and not progress.all_finished:
         return Decision.FINAL

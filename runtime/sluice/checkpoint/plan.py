@@ -7,6 +7,13 @@ The plan is O(n) in the number of subtasks (FLIP-147, appendix): over an ALL_TO_
 every upstream subtask as a predecessor, so "is any upstream subtask running?" is answered once per edge
 (from the count of finished subtasks, in O(1)) for all its downstream subtasks; over a POINTWISE edge
 the only predecessor is the subtask with the same index.
+
+A subtask restored from a checkpoint in which every operator of its chain had finished finishes on
+restore (`finished_on_restore`): it commits that checkpoint's transactions again and closes. A job all
+of whose subtasks do has nothing to checkpoint (`sluice.checkpoint.decider`). Otherwise such a subtask
+is planned as a running one until it reports FINISHED, which it does after those commits: a checkpoint
+completed before them would record it finished without its pending commits, and a restore from that
+checkpoint would never commit them.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.graph.jobgraph import POINTWISE, JobGraph
 
 SubtaskId = tuple[int, int]
@@ -62,6 +70,20 @@ def finished_by_vertex(subtasks: Iterable[SubtaskId]) -> dict[int, set[int]]:
     for vertex, index in subtasks:
         grouped.setdefault(vertex, set()).add(index)
     return grouped
+
+
+def finished_on_restore(graph: JobGraph, metadata: CheckpointMetadata | None) -> dict[int, range]:
+    """Vertex id -> every subtask index, for the vertices all of whose operators are fully finished in
+    `metadata` (the checkpoint an attempt restores; None: it starts empty). A chain is finished as a
+    whole or not at all (`validate_restore` refuses a mix), as the task decides (`Chain`)."""
+    if metadata is None:
+        return {}
+    finished = {op.uid for op in metadata.operators if op.fully_finished}
+    return {
+        vertex.id: range(vertex.parallelism)
+        for vertex in graph.vertices
+        if all(uid in finished for uid in vertex.uids)
+    }
 
 
 def plan_checkpoint(graph: JobGraph, finished: FinishedSubtasks) -> CheckpointPlan:

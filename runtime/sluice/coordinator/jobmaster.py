@@ -32,7 +32,7 @@ from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinato
 from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
 from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.metadata import CheckpointMetadata
-from sluice.checkpoint.plan import SubtaskId
+from sluice.checkpoint.plan import SubtaskId, finished_on_restore
 from sluice.checkpoint.state_key import StateKey, load_state_key
 from sluice.checkpoint.storage import CheckpointStorage, read_metadata
 from sluice.coordinator._attempt_events import (
@@ -141,6 +141,8 @@ class JobMaster:
         )
         self._graph_blob = encode_blob(cloudpickle.dumps(graph))
         self._finished: dict[int, set[int]] = {}
+        self._finished_on_restore: dict[int, range] = {}
+        """The vertices whose every operator had finished in the checkpoint this attempt restored."""
         self._ended_undrained: set[SubtaskId] = set()
         """Subtasks of this attempt whose input ended without drain (a SUSPEND stop)."""
         # One coordinator for the whole job: its history, counts and checkpoint ids span restarts.
@@ -169,6 +171,13 @@ class JobMaster:
 
     def _all(self, *states: SubtaskState) -> bool:
         return all(s in states for s in self.subtasks.values())
+
+    def _all_finished_or_finishing_on_restore(self) -> bool:
+        restored = self._finished_on_restore
+        return all(
+            s == SubtaskState.FINISHED or subtask[1] in restored.get(subtask[0], ())
+            for subtask, s in self.subtasks.items()
+        )
 
     # -- running the job -----------------------------------------------------------------------------
 
@@ -326,6 +335,7 @@ class JobMaster:
             (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
         }
         self._finished = {}
+        self._finished_on_restore = finished_on_restore(self.graph, metadata)
         self._ended_undrained = set()
         self.placement = placement(self.graph, self.config.taskmanagers)
         self.checkpoints.failures.reset()
@@ -422,7 +432,7 @@ class JobMaster:
             pending=bool(self.checkpoints.pending),
             last_completion=self.checkpoints.last_completion,
             all_reached_end=self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED),
-            all_finished=self._all(SubtaskState.FINISHED),
+            all_finished=self._all_finished_or_finishing_on_restore(),
             stop=self.savepoints.stop_phase,
         )
 

@@ -1,5 +1,11 @@
-"""Broadcast state, interval and window joins through the real CLI, a TaskManager SIGKILLed mid-run:
-the output equals plain Python's, every line once (tests/integration/pipelines/two_inputs.py)."""
+"""Broadcast state, interval and window joins with a TaskManager SIGKILLed mid-run: the output equals
+plain Python's, every line once (tests/integration/pipelines/two_inputs.py).
+
+Every operator runs through the real CLI (processes host). On the Spark host, where the TaskManager is
+the Python worker Spark forked for its barrier task: the broadcast case, whose rules input has finished
+before the kill, so recovery must keep the rules without running their source again, and the interval
+join on the disk backend, whose state files the restarted barrier tasks read back.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,17 @@ import collections
 import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from testkit.jobs import REPO, SluiceJob
+from sluice.checkpoint.state_key import load_state_key
+from sluice.checkpoint.storage import read_metadata
+from testkit.jobs import REPO, RestJob, SluiceJob
 from testkit.outputs import assert_same_output, read_output
+from testkit.spark import SparkJob
 
 PIPELINE = REPO / "tests" / "integration" / "pipelines" / "two_inputs.py"
 KEYS = 12
@@ -45,15 +56,8 @@ def expected(kind: str, count: int) -> collections.Counter[str]:
     return out
 
 
-@pytest.mark.parametrize(
-    ("kind", "backend"), [("broadcast", "heap"), ("interval", "disk"), ("window", "heap")]
-)
-def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
-    kind: str, backend: str, tmp_path: Path
-) -> None:
-    out, count = tmp_path / "out", 12_000
-    job = SluiceJob(
-        PIPELINE,
+def _options(out: Path, kind: str, count: int, backend: str, tmp_path: Path) -> tuple[str, ...]:
+    return (
         "--arg", f"out={out}",
         "--arg", f"kind={kind}",
         "--arg", f"count={count}",
@@ -62,15 +66,68 @@ def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
         "--state-backend", backend,
         "--checkpoint-dir", f"file://{tmp_path / 'chk'}",
         "--checkpoint-interval", "300ms",
+        "--checkpoints-retained", "1000",  # the restored one stays, for the test to read
         "--restart-delay", "200ms",
     )  # fmt: skip
+
+
+def _kill_one_taskmanager(
+    job: RestJob, check_victim: Callable[[int], None] = lambda pid: None
+) -> tuple[int, str]:
+    """Waits for checkpoints of the running job, SIGKILLs its second TaskManager (once `check_victim`
+    has looked at its pid); the job's exit code and the checkpoint its next attempt restored."""
     try:
         job.wait_checkpoints(3)
         assert job.get("/v1/job")["state"] == "RUNNING", "the kill must hit a running job"
-        os.kill(job.taskmanager_pids()[1], signal.SIGKILL)
-        job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
-        code = job.wait(180)
+        victim = job.taskmanager_pids()[1]
+        check_victim(victim)
+        os.kill(victim, signal.SIGKILL)
+        job.wait_until(lambda: job.get("/v1/job")["restoredFrom"] is not None, 60, "the restore")
+        restored = job.get("/v1/job")["restoredFrom"]
+        return job.wait(180), restored["path"]
     finally:
         job.kill()
+
+
+def _assert_rules_input_finished_in(checkpoint: str) -> None:
+    """The restored checkpoint has the rules input finished: recovery kept the broadcast state built
+    from it, and did not run its source again (FLIP-147)."""
+    entries = {op.uid: op for op in read_metadata(checkpoint, load_state_key()).operators}
+    assert entries["rules"].fully_finished and entries["rule"].fully_finished
+    assert entries["apply"].finished_inputs, "the operator records its rules input as finished"
+
+
+@pytest.mark.parametrize(
+    ("kind", "backend"), [("broadcast", "heap"), ("interval", "disk"), ("window", "heap")]
+)
+def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
+    kind: str, backend: str, tmp_path: Path
+) -> None:
+    out, count = tmp_path / "out", 12_000
+    job = SluiceJob(PIPELINE, *_options(out, kind, count, backend, tmp_path))
+    code, restored = _kill_one_taskmanager(job)
     assert code == 0, job.stderr
+    if kind == "broadcast":
+        _assert_rules_input_finished_in(restored)
+    assert_same_output(read_output(str(out)), expected(kind, count))
+
+
+def _a_spark_python_worker(pid: int) -> None:
+    """The TaskManager runs in a Python worker that Spark forked for its barrier task."""
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"sluice.hosts.spark._daemon" in command and b"pyspark.worker" in command, command
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("kind", "backend"), [("broadcast", "heap"), ("interval", "disk")])
+def test_a_two_input_operator_is_exactly_once_across_a_killed_spark_taskmanager(
+    kind: str, backend: str, spark_context: Any, tmp_path: Path
+) -> None:
+    out, count = tmp_path / "out", 12_000
+    options = _options(out, kind, count, backend, tmp_path)
+    job = SparkJob(PIPELINE, *options, spark_context=spark_context)
+    code, restored = _kill_one_taskmanager(job, _a_spark_python_worker)
+    assert code == 0, job.stderr
+    if kind == "broadcast":
+        _assert_rules_input_finished_in(restored)
     assert_same_output(read_output(str(out)), expected(kind, count))

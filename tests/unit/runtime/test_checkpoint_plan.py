@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sluice.checkpoint.plan import CheckpointPlan, finished_by_vertex, plan_checkpoint
+from sluice._states import CheckpointKind
+from sluice.checkpoint.metadata import CheckpointMetadata, OperatorEntry
+from sluice.checkpoint.plan import CheckpointPlan, finished_by_vertex, finished_on_restore, plan_checkpoint
 from sluice.graph.jobgraph import POINTWISE, JobGraph
 from sluice.graph.transformations import PartitionKind
 
@@ -126,3 +128,17 @@ def test_everything_finished_leaves_nothing_to_do() -> None:
     plan = _plan(job, everything)
     assert plan.to_trigger == [] and plan.to_wait_for == []
     assert set(plan.finished) == everything
+
+
+def _restored(*fully_finished: str) -> CheckpointMetadata:
+    uids = ("src", "map", "sink")
+    operators = tuple(OperatorEntry(uid, 2, 128, fully_finished=uid in fully_finished) for uid in uids)
+    return CheckpointMetadata(1, "job", CheckpointKind.CHECKPOINT, 0, None, operators)
+
+
+def test_chains_whose_operators_all_finished_finish_on_restore() -> None:
+    job = graph([(["src", "map"], 2), (["sink"], 3)], [(0, 1, PartitionKind.HASH)])
+    assert finished_on_restore(job, None) == {}
+    assert finished_on_restore(job, _restored()) == {}
+    assert finished_on_restore(job, _restored("src", "map")) == {0: range(2)}
+    assert finished_on_restore(job, _restored("src", "map", "sink")) == {0: range(2), 1: range(3)}

@@ -113,3 +113,11 @@ def test_a_periodic_answer_under_a_stop_does_not_move_the_interval() -> None:
     assert decider.decide(20.0, stopping) is Decision.NOTHING
     assert decider.next_periodic == 10.0
     assert decider.decide(20.0, RUNNING) is Decision.PERIODIC  # the stop failed: due since 10
+
+
+def test_nothing_is_triggered_once_every_task_finished_or_finishes_on_restore() -> None:
+    # A job resumed from a finished job's checkpoint: its tasks only commit again and close.
+    decider = TriggerDecider(CheckpointConfig(interval_s=0.001), now=0.0)
+    finished = _at(all_reached_end=True, all_finished=True)
+    assert {decider.decide(t, finished) for t in (0.0, 1.0, 1e9)} == {Decision.NOTHING}
+    assert decider.decide(1e9, RUNNING) is Decision.PERIODIC, "the interval was due all along"
