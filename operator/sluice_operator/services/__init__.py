@@ -1,11 +1,11 @@
 """Reconcile logic: observe -> validate -> decide -> act -> record, for StreamJobs and Savepoints."""
 
+from .clients.rest import session
+from .common.outcome import Finalized, Outcome
+from .common.plan import Event
 from .deletion import finalize_job
-from .observe import Deps
-from .outcome import Finalized, Outcome
-from .plan import Event
+from .observe.job import Deps
 from .reconcile import reconcile_job
-from .rest import session
 from .savepoint_resource import dispose_savepoint, reconcile_savepoint
 
 __all__ = [

@@ -18,18 +18,18 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
-from ._time import millis
-from .auth import rest_token
-from .context import JobContext
-from .execute import execute
-from .gather import gather, owner_of, read_status, state_key
-from .observe import Deps, job_savepoints
-from .observed import Observed
-from .outcome import Finalized
-from .plan import CreateSavepoint, DeleteOwned, Event, Plan
-from .record import record_deleting
-from .savepoints import plan_savepoints
-from .validate import InvalidSpecError, require_storage, streamjob_spec
+from .act.auth import rest_token
+from .act.execute import execute
+from .act.record import record_deleting
+from .common._time import millis
+from .common.context import JobContext
+from .common.observed import Observed
+from .common.outcome import Finalized
+from .common.plan import CreateSavepoint, DeleteOwned, Event, Plan
+from .decide.savepoints import plan_savepoints
+from .observe.gather import gather, owner_of, read_status, state_key
+from .observe.job import Deps, job_savepoints
+from .observe.validate import InvalidSpecError, require_storage, streamjob_spec
 
 
 async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalized:

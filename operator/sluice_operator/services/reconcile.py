@@ -14,16 +14,16 @@ from sluice_operator import manifests as m
 from sluice_operator.models import DegradedReason, OperatorConfig, StreamJobStatus
 from sluice_operator.models import constants as c
 
-from .auth import JobSecretError
-from .decide import decide, prerequisites
-from .execute import execute
-from .gather import gather, generation_of, owner_of, read_status
-from .observe import Deps
-from .observed import Observed
-from .outcome import Outcome
-from .plan import Plan
-from .record import record_degraded, record_status
-from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
+from .act.auth import JobSecretError
+from .act.execute import execute
+from .act.record import record_degraded, record_status
+from .common.observed import Observed
+from .common.outcome import Outcome
+from .common.plan import Plan
+from .decide.job import decide, prerequisites
+from .observe.gather import gather, generation_of, owner_of, read_status
+from .observe.job import Deps
+from .observe.validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,13 @@ from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, SavepointState
 from sluice_operator.models import constants as c
 
-from .execute import execute
-from .gather import job_storage
-from .observe import Deps, savepoint_view
-from .observed import Observed
-from .outcome import Finalized
-from .plan import DisposeSavepointFiles, Event, PatchSavepoint, Plan
-from .validate import InvalidSpecError, streamjob_spec
+from .act.execute import execute
+from .common.observed import Observed
+from .common.outcome import Finalized
+from .common.plan import DisposeSavepointFiles, Event, PatchSavepoint, Plan
+from .observe.gather import job_storage
+from .observe.job import Deps, savepoint_view
+from .observe.validate import InvalidSpecError, streamjob_spec
 
 
 async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> bool:

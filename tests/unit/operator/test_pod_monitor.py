@@ -17,7 +17,7 @@ from sluice_operator.models import (
     PodMonitorConfig,
     ScraperConfig,
 )
-from sluice_operator.services.monitoring import MonitorState, ensure_pod_monitor, monitor_condition
+from sluice_operator.services.act.monitoring import MonitorState, ensure_pod_monitor, monitor_condition
 
 from ._fixtures import OWNER, run
 

@@ -17,11 +17,11 @@ from sluice_operator.models import (
     StreamJobStatus,
 )
 
-from .acted import Executed, FilesDisposed, Refused, RunsDeleted
-from .conditions import set_condition
+from ..common.acted import Executed, FilesDisposed, Refused, RunsDeleted
+from ..common.plan import DeleteSavepoint, Event
+from ..decide.conditions import set_condition
+from ..decide.savepoints import outcome_events
 from .monitoring import MonitorState, monitor_condition
-from .plan import DeleteSavepoint, Event
-from .savepoints import outcome_events
 
 
 def status_delta(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -18,8 +18,10 @@ from typing import Any
 from sluice_operator import manifests as m
 from sluice_operator.models import constants as c
 
-from ._time import rfc3339
-from .acted import (
+from ..clients.rest import Coordinator, CoordinatorError
+from ..clients.storage import Storage
+from ..common._time import rfc3339
+from ..common.acted import (
     Done,
     Executed,
     FilesDisposed,
@@ -30,12 +32,8 @@ from .acted import (
     SecretReady,
     StateKeyReady,
 )
-from .auth import ensure_job_secret, ensure_state_key
-from .monitoring import delete_pod_monitor, ensure_pod_monitor
-from .observe import Deps
-from .observed import Observed
-from .old_runs import delete_runs
-from .plan import (
+from ..common.observed import Observed
+from ..common.plan import (
     Action,
     CreateSavepoint,
     DeleteCheckpointRuns,
@@ -55,11 +53,13 @@ from .plan import (
     StartRun,
     TriggerSavepoint,
 )
+from ..decide.old_runs import delete_runs
+from ..decide.savepoints import LABEL_GENERATION
+from ..observe.job import Deps
+from .auth import ensure_job_secret, ensure_state_key
+from .monitoring import delete_pod_monitor, ensure_pod_monitor
 from .record import action_events
 from .recorder import Recorder
-from .rest import Coordinator, CoordinatorError
-from .savepoints import LABEL_GENERATION
-from .storage import Storage
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
-from ._time import rfc3339
-from .context import JobContext
-from .observed import Observed, SavepointView
-from .plan import (
+from ..common._time import rfc3339
+from ..common.context import JobContext
+from ..common.observed import Observed, SavepointView
+from ..common.plan import (
     CreateSavepoint,
     Event,
     PatchSavepoint,

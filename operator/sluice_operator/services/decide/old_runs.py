@@ -21,10 +21,10 @@ from __future__ import annotations
 from sluice_operator import manifests as m
 from sluice_operator.models import RunState, SavepointState
 
-from .context import JobContext
-from .observed import Observed
-from .plan import DeleteCheckpointRuns, DeletePods, Plan, StartRun
-from .storage import Storage
+from ..clients.storage import Storage
+from ..common.context import JobContext
+from ..common.observed import Observed
+from ..common.plan import DeleteCheckpointRuns, DeletePods, Plan, StartRun
 
 
 def run_of(path: str | None, checkpoint_dir: str) -> str | None:

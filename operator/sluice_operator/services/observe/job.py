@@ -20,11 +20,11 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
-from ._time import millis
-from .observed import CoordinatorView, Observed, PodView, SavepointView
-from .recorder import EventSink
-from .rest import Coordinator, CoordinatorError
-from .storage import Storage
+from ..act.recorder import EventSink
+from ..clients.rest import Coordinator, CoordinatorError
+from ..clients.storage import Storage
+from ..common._time import millis
+from ..common.observed import CoordinatorView, Observed, PodView, SavepointView
 from .validate import InvalidSpecError, savepoint_spec
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sluice_operator.models import Condition, ConditionType, DegradedReason, JobState, LifecycleState
 
-from ._time import rfc3339
+from ..common._time import rfc3339
 
 _STABLE = {
     JobState.RUNNING: {LifecycleState.RUNNING},

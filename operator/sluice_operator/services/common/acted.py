@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sluice_operator.models import SavepointStatus
 
-from .monitoring import MonitorState
+from ..act.monitoring import MonitorState
 from .plan import (
     Action,
     DeleteCheckpointRuns,

@@ -16,8 +16,8 @@ from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Refused
 from sluice_operator.models import Condition, ConditionType, MonitorReason, PodMonitorConfig
 
-from .conditions import set_condition
-from .plan import Event
+from ..common.plan import Event
+from ..decide.conditions import set_condition
 
 _CHART_VALUE = "metrics.jobs.podMonitor.enabled"
 # How long a missing CRD is taken as missing before the API server is asked again. The CRD is

@@ -12,11 +12,11 @@ from sluice_operator import manifests as m
 from sluice_operator.kube import Obj
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
 
-from .auth import usable_state_key
-from .context import JobContext
-from .observe import Deps, observe_job
-from .observed import Observed
-from .storage import Storage, storage_options
+from ..act.auth import usable_state_key
+from ..clients.storage import Storage, storage_options
+from ..common.context import JobContext
+from ..common.observed import Observed
+from .job import Deps, observe_job
 
 
 def owner_of(job: Obj) -> m.Owner:

@@ -22,13 +22,9 @@ from sluice_operator.models import (
     UpgradeMode,
 )
 
-from ._crash import crashed
-from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
-from .conditions import job_conditions
-from .context import JobContext
-from .observed import JobResult, Observed
-from .old_runs import plan_expired_runs, remember_run
-from .plan import (
+from ..common.context import JobContext
+from ..common.observed import JobResult, Observed
+from ..common.plan import (
     Action,
     DeletePods,
     DeleteSavepoint,
@@ -39,6 +35,10 @@ from .plan import (
     Plan,
     StartRun,
 )
+from ._crash import crashed
+from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
+from .conditions import job_conditions
+from .old_runs import plan_expired_runs, remember_run
 from .savepoint_housekeeping import periodic_and_cleanup
 from .savepoints import SavepointOutlook, ensure_stop_savepoint, plan_savepoints
 

@@ -17,7 +17,7 @@ from sluice_operator.manifests import Owner
 from sluice_operator.models import SavepointStatus
 from sluice_operator.models import constants as c
 
-from .plan import Event
+from ..common.plan import Event
 
 
 class EventSink(Protocol):

@@ -1,0 +1,1 @@
+"""Act: carrying out a plan (`execute`) and recording it (`record`, `recorder`)."""
