@@ -17,12 +17,12 @@ from sluice_operator.models import constants as c
 from .act.auth import JobSecretError
 from .act.execute import execute
 from .act.record import record_degraded, record_status
+from .clients.deps import Deps
 from .common.observed import Observed
 from .common.outcome import Outcome
 from .common.plan import Plan
 from .decide.job import decide, prerequisites
 from .observe.gather import gather, generation_of, owner_of, read_status
-from .observe.job import Deps
 from .observe.validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)

@@ -8,11 +8,12 @@ from sluice_operator.models import OperatorConfig, SavepointState
 from sluice_operator.models import constants as c
 
 from .act.execute import execute
+from .clients.deps import Deps
 from .common.observed import Observed
 from .common.outcome import Finalized
 from .common.plan import DisposeSavepointFiles, Event, PatchSavepoint, Plan
 from .observe.gather import job_storage
-from .observe.job import Deps, savepoint_view
+from .observe.job import savepoint_view
 from .observe.validate import InvalidSpecError, streamjob_spec
 
 

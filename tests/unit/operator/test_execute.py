@@ -14,6 +14,7 @@ from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.services.act.execute import execute
 from sluice_operator.services.act.record import action_events
+from sluice_operator.services.clients.deps import Deps
 from sluice_operator.services.clients.storage import Storage
 from sluice_operator.services.common.acted import Done, Refused, RunsDeleted
 from sluice_operator.services.common.observed import Observed
@@ -26,7 +27,6 @@ from sluice_operator.services.common.plan import (
     TriggerSavepoint,
 )
 from sluice_operator.services.decide.job import decide
-from sluice_operator.services.observe.job import Deps
 
 from ._fixtures import OWNER, spec
 from ._situations import coordinator, ctx, deployed_status, pod, savepoint

@@ -15,11 +15,11 @@ from sluice_operator.models import MonitorReason, OperatorConfig, PodMonitorConf
 from sluice_operator.services.act.auth import JobSecretError
 from sluice_operator.services.act.execute import execute
 from sluice_operator.services.act.monitoring import forget_crd_absence
+from sluice_operator.services.clients.deps import Deps
 from sluice_operator.services.common.acted import Executed, SecretReady
 from sluice_operator.services.common.observed import Observed
 from sluice_operator.services.common.plan import EnsureJobSecret, EnsurePodMonitor, EnsureStateKey, Event
 from sluice_operator.services.decide.job import prerequisites
-from sluice_operator.services.observe.job import Deps
 
 from ._fixtures import CONFIG, OWNER
 

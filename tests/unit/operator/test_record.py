@@ -13,9 +13,8 @@ from sluice_operator.models import (
     SavepointStatus,
     StreamJobStatus,
 )
-from sluice_operator.services.act.monitoring import MonitorState
 from sluice_operator.services.act.record import action_events, record_degraded, record_status
-from sluice_operator.services.common.acted import Done, Executed, Refused
+from sluice_operator.services.common.acted import Done, Executed, MonitorState, Refused
 from sluice_operator.services.common.observed import Observed
 from sluice_operator.services.common.plan import DeletePods, DeleteSavepoint, TriggerSavepoint
 from sluice_operator.services.decide.job import decide

@@ -15,9 +15,10 @@ from sluice_operator.services.common.plan import (
     SetDesiredState,
     TriggerSavepoint,
 )
+from sluice_operator.services.decide.deletion import plan_deletion_savepoint
 from sluice_operator.services.decide.savepoint_housekeeping import periodic_and_cleanup
 from sluice_operator.services.decide.savepoints import plan_savepoints
-from sluice_operator.services.deletion import deletion_stamp, plan_deletion_savepoint
+from sluice_operator.services.deletion import deletion_stamp
 
 from ._fixtures import spec
 from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, savepoint

@@ -37,7 +37,7 @@ from ..common.plan import (
 )
 from ._crash import crashed
 from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
-from .conditions import job_conditions
+from .job_conditions import job_conditions
 from .old_runs import plan_expired_runs, remember_run
 from .savepoint_housekeeping import periodic_and_cleanup
 from .savepoints import SavepointOutlook, ensure_stop_savepoint, plan_savepoints
