@@ -21,7 +21,7 @@ from .clients.deps import Deps
 from .common.observed import Observed
 from .common.outcome import Outcome
 from .common.plan import Plan
-from .decide.job import decide, prerequisites
+from .decide.job import cannot_decide, decide, prerequisites
 from .observe.gather import gather, generation_of, owner_of, read_status
 from .observe.validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
@@ -59,9 +59,9 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
         new_job_id=uuid.uuid4().hex,
     )
     ctx, obs = found.ctx, found.obs
-    if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
-        # Deciding without knowing how the last run ended could restart a finished job: wait instead.
-        return await degraded(DegradedReason.STORAGE_UNAVAILABLE, obs.storage_error)
+    unknown = cannot_decide(obs)
+    if unknown is not None:
+        return await degraded(DegradedReason.STORAGE_UNAVAILABLE, unknown)
     plan = decide(ctx, obs)
     recorded = record_status(old, plan.status, ready.monitor, generation=ctx.generation, now_ms=now_ms)
     await execute(deps, obs, plan, owner, status=recorded.patch, said=recorded.events, storage=found.storage)

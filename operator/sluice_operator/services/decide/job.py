@@ -74,6 +74,17 @@ def prerequisites(config: OperatorConfig) -> Plan:
     return Plan(actions=actions)
 
 
+def cannot_decide(obs: Observed) -> str | None:
+    """Why nothing can be decided from `obs` yet (the job is then Degraded, StorageUnavailable), or None.
+
+    Storage that cannot be read while no coordinator runs hides how the last run ended: deciding
+    without it could restart a finished job, so the reconcile waits instead.
+    """
+    if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
+        return obs.storage_error
+    return None
+
+
 def decide(ctx: JobContext, obs: Observed) -> Plan:
     plan = Plan(status=ctx.status.model_copy(deep=True, update={"error": None}))
     outlook = plan_savepoints(ctx, obs, plan)
