@@ -15,7 +15,7 @@ from sluice_operator.kube import Kube, api_client
 from sluice_operator.models import OperatorConfig
 from sluice_operator.models import constants as c
 from sluice_operator.services import Deps, session
-from sluice_operator.services.monitoring import forget_crd_absence
+from sluice_operator.services.act.monitoring import forget_crd_absence
 
 from . import metrics
 from ._runtime import RUNTIME, Election

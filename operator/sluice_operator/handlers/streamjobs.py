@@ -18,7 +18,7 @@ from . import metrics
 from ._runtime import RUNTIME
 
 log = logging.getLogger(__name__)
-# The job's event on a savepoint that ended (services/savepoints.py: outcome_events), counted by state.
+# The job's event on a savepoint that ended (services/common/savepoint_events.py), counted by state.
 _ENDED = (SavepointState.COMPLETED, SavepointState.FAILED, SavepointState.ABANDONED)
 _SAVEPOINT_OUTCOMES = tuple(f"Savepoint{state.value}" for state in _ENDED)
 

@@ -45,6 +45,7 @@ from .secret import (
     job_secret,
     job_secret_name,
     state_key_secret,
+    usable_state_key,
 )
 from .taskmanager import taskmanager_pod_template
 
@@ -100,4 +101,5 @@ __all__ = [
     "target_refusal",
     "taskmanager_pod_template",
     "taskmanager_prefix",
+    "usable_state_key",
 ]

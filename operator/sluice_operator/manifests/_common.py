@@ -80,7 +80,7 @@ def merge_pod(template: dict[str, Any] | None, generated: Manifest, container: s
     precedence, and the user's resources apply unless the spec sets resources. Security contexts (of the
     pod and the main container) are the other way round: the operator's hardened defaults, with the
     user's fields over them, since the user's template is where an exception is asked for (and
-    refused unless the operator's configuration allows it: services/privileges.py).
+    refused unless the operator's configuration allows it: services/observe/privileges.py).
     """
     merged: Manifest = copy.deepcopy(template or {})
     meta = merged.setdefault("metadata", {})

@@ -14,6 +14,7 @@ coordinator vouched for, and never hold the key.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sluice_operator.models import constants as c
@@ -69,6 +70,15 @@ def state_key_secret(namespace: str, key_hex: str) -> Manifest:
         "type": "Opaque",
         "stringData": {STATE_KEY_KEY: key_hex},
     }
+
+
+def usable_state_key(data: Mapping[str, str] | None) -> bytes | None:
+    """The key a state key Secret's data holds, or None when it holds none usable (too short, not hex)."""
+    try:
+        key = bytes.fromhex((data or {}).get(STATE_KEY_KEY, "").strip())
+    except ValueError:
+        return None
+    return key if len(key) >= 32 else None
 
 
 def _secret_volume(job: str, volume: str, key: str, path: str, secret: str | None = None) -> dict[str, Any]:

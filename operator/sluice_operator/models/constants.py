@@ -21,6 +21,8 @@ FINALIZER = f"{GROUP}/finalizer"
 LABEL_JOB = f"{GROUP}/job"
 LABEL_ROLE = f"{GROUP}/role"
 LABEL_TRIGGER = f"{GROUP}/trigger"
+# On a stop Savepoint: the StreamJob generation it stops (a failed one blocks that generation only).
+LABEL_GENERATION = f"{GROUP}/job-generation"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "sluice-operator"
 

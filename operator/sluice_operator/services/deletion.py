@@ -3,33 +3,24 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Obj
-from sluice_operator.models import (
-    LifecycleState,
-    OperatorConfig,
-    RunState,
-    SavepointKind,
-    SavepointState,
-    StopMode,
-    StreamJobSpec,
-)
+from sluice_operator.models import LifecycleState, OperatorConfig, StreamJobSpec
 from sluice_operator.models import constants as c
 
-from ._time import millis
-from .auth import rest_token
-from .context import JobContext
-from .execute import execute
-from .gather import gather, owner_of, read_status, state_key
-from .observe import Deps, job_savepoints
-from .observed import Observed
-from .outcome import Finalized
-from .plan import CreateSavepoint, DeleteOwned, Event, Plan
-from .record import record_deleting
-from .savepoints import plan_savepoints
-from .validate import InvalidSpecError, require_storage, streamjob_spec
+from .act.execute import execute
+from .act.record import record_deleting
+from .clients.deps import Deps
+from .common._time import millis
+from .common.observed import Observed
+from .common.outcome import Finalized
+from .common.plan import Plan
+from .decide.deletion import coordinator_first, plan_deletion_savepoint, teardown
+from .observe.auth import rest_token, state_key
+from .observe.gather import gather, owner_of, read_status
+from .observe.job import job_savepoints
+from .observe.validate import InvalidSpecError, require_storage, streamjob_spec
 
 
 async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalized:
@@ -52,10 +43,8 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
     ):
         return Finalized(False, "waiting for the savepoint on deletion")
     views = await job_savepoints(deps.kube, ns, owner.name, owner.uid)
+    await execute(deps, Observed(), coordinator_first(owner, views), owner)
     coordinator = m.coordinator_name(owner.name)
-    # Owned Savepoints go with the job; their own finalizer disposes of the files with disposeOnDelete.
-    first = [DeleteOwned(c.SAVEPOINT_KIND, view.name) for view in views if view.owned]
-    await execute(deps, Observed(), Plan(actions=[*first, DeleteOwned("Pod", coordinator)]), owner)
     pods = await deps.kube.list_pods(ns, f"{c.LABEL_JOB}={owner.name}")
     if any(pod["metadata"]["name"] == coordinator for pod in pods):
         # Its Spark driver replaces executor pods that go while it still runs (its shutdown takes the
@@ -64,27 +53,6 @@ async def finalize_job(deps: Deps, config: OperatorConfig, job: Obj) -> Finalize
         return Finalized(False, f"waiting for pod {coordinator} to stop")
     await execute(deps, Observed(), teardown(config, owner, pods), owner)
     return Finalized(True)
-
-
-def teardown(config: OperatorConfig, owner: m.Owner, pods: list[Obj]) -> Plan:
-    """Deleting everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
-    owned = [("Pod", pod["metadata"]["name"]) for pod in pods]
-    owned += [
-        ("Service", m.rest_service_name(owner.name)),
-        ("ConfigMap", m.config_map_name(owner.name)),
-        ("RoleBinding", m.driver_account_name(owner.name)),
-        ("Role", m.driver_account_name(owner.name)),
-        ("ServiceAccount", m.driver_account_name(owner.name)),
-        # Owned by the job, so the garbage collector would get it too, but only after the job is gone:
-        # a job recreated under the same name at once would find the old Secret and be refused it.
-        ("Secret", m.job_secret_name(owner.name)),
-    ]
-    if config.network_policies:  # else the operator may lack the rights to delete (or need) them
-        owned.append(("NetworkPolicy", m.network_policy_name(owner.name)))
-    if config.pod_monitor is not None:
-        # Like the Secret: gone now, so that a job recreated at once under the name is not refused it.
-        owned.append((m.POD_MONITOR_KIND, m.pod_monitor_name(owner.name)))
-    return Plan(actions=[DeleteOwned(kind, name) for kind, name in owned])
 
 
 async def _savepoint_before_delete(deps: Deps, config: OperatorConfig, job: Obj, spec: StreamJobSpec) -> bool:
@@ -96,7 +64,7 @@ async def _savepoint_before_delete(deps: Deps, config: OperatorConfig, job: Obj,
         job,
         spec,
         rest_token=token,
-        state_key=await state_key(deps, owner_of(job).namespace),
+        state_key=await state_key(deps.kube, owner_of(job).namespace),
         now_ms=int(time.time() * 1000),
         new_job_id="",
     )
@@ -117,52 +85,4 @@ def deletion_stamp(job: Obj) -> int:
     return stamp // 1000 if stamp is not None else int(meta.get("generation") or 0)
 
 
-def plan_deletion_savepoint(ctx: JobContext, obs: Observed, plan: Plan, stamp: int) -> bool:
-    """The savepoint on deletion (spec.savepoints.onDelete): create it, trigger it, follow it.
-
-    Returns True while the finalizer must wait for it. A job that is not running is deleted without one,
-    and so is a job whose deletion savepoint failed: deletion is what the user asked for.
-    """
-    name = m.savepoint_name(ctx.owner.name, SavepointKind.DELETION, stamp)
-    mine = next((v for v in obs.savepoints if v.name == name), None)
-    running = obs.coordinator is not None and obs.coordinator.state == RunState.RUNNING
-    if mine is None:
-        if not running:
-            state = f" (job state {obs.coordinator.state})" if obs.coordinator is not None else ""
-            plan.events.append(
-                Event(
-                    "Normal",
-                    "NoSavepointOnDelete",
-                    f"no savepoint on deletion: the job is not running{state}",
-                )
-            )
-            return False
-        manifest = m.operator_savepoint(
-            ctx.owner,
-            kind=SavepointKind.DELETION,
-            stop=StopMode.SUSPEND,
-            stamp=stamp,
-            dispose_on_delete=False,
-        )
-        # Not owned by the job: the savepoint outlives it, so the state can be restored elsewhere.
-        del manifest["metadata"]["ownerReferences"]
-        plan.actions.append(CreateSavepoint(manifest))
-        plan.events.append(Event("Normal", "SavepointOnDelete", f"taking savepoint {name} before deletion"))
-        return True
-    if mine.status.state.terminal:
-        if mine.status.state is not SavepointState.COMPLETED:
-            why = f"savepoint {name} {mine.status.state.value.lower()}: {mine.status.error}"
-            plan.events.append(Event("Warning", "DeletedWithoutSavepoint", f"{why}; deleting the job anyway"))
-        return False
-    # The operator made it, so it must not be taken for a user's request to change spec.state (which a
-    # Savepoint without the job as owner otherwise is). Savepoints already in flight are followed too:
-    # the deletion savepoint waits for them instead of being refused by a busy coordinator.
-    views = [replace(mine, owned=True)]
-    views += [
-        v for v in obs.savepoints if v.status.trigger_id and not v.status.state.terminal and v is not mine
-    ]
-    plan_savepoints(ctx, replace(obs, savepoints=views), plan)
-    return True
-
-
-__all__ = ["deletion_stamp", "finalize_job", "plan_deletion_savepoint"]
+__all__ = ["deletion_stamp", "finalize_job"]

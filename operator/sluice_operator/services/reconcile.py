@@ -14,16 +14,16 @@ from sluice_operator import manifests as m
 from sluice_operator.models import DegradedReason, OperatorConfig, StreamJobStatus
 from sluice_operator.models import constants as c
 
-from .auth import JobSecretError
-from .decide import decide, prerequisites
-from .execute import execute
-from .gather import gather, generation_of, owner_of, read_status
-from .observe import Deps
-from .observed import Observed
-from .outcome import Outcome
-from .plan import Plan
-from .record import record_degraded, record_status
-from .validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
+from .act.auth import JobSecretError
+from .act.execute import execute
+from .act.record import record_degraded, record_status
+from .clients.deps import Deps
+from .common.observed import Observed
+from .common.outcome import Outcome
+from .common.plan import Plan
+from .decide.job import cannot_decide, decide, prerequisites
+from .observe.gather import gather, generation_of, owner_of, read_status
+from .observe.validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,9 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
         new_job_id=uuid.uuid4().hex,
     )
     ctx, obs = found.ctx, found.obs
-    if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
-        # Deciding without knowing how the last run ended could restart a finished job: wait instead.
-        return await degraded(DegradedReason.STORAGE_UNAVAILABLE, obs.storage_error)
+    unknown = cannot_decide(obs)
+    if unknown is not None:
+        return await degraded(DegradedReason.STORAGE_UNAVAILABLE, unknown)
     plan = decide(ctx, obs)
     recorded = record_status(old, plan.status, ready.monitor, generation=ctx.generation, now_ms=now_ms)
     await execute(deps, obs, plan, owner, status=recorded.patch, said=recorded.events, storage=found.storage)

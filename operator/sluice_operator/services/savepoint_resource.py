@@ -4,38 +4,34 @@ from __future__ import annotations
 
 from sluice_operator.kube import Obj
 from sluice_operator.manifests import Owner
-from sluice_operator.models import OperatorConfig, SavepointState
+from sluice_operator.models import OperatorConfig
 from sluice_operator.models import constants as c
 
-from .execute import execute
-from .gather import job_storage
-from .observe import Deps, savepoint_view
-from .observed import Observed
-from .outcome import Finalized
-from .plan import DisposeSavepointFiles, Event, PatchSavepoint, Plan
-from .validate import InvalidSpecError, streamjob_spec
+from .act.execute import execute
+from .clients.deps import Deps
+from .common.observed import Observed
+from .common.outcome import Finalized
+from .common.plan import DisposeSavepointFiles, Plan
+from .decide.savepoint_alone import fail_alone
+from .observe.gather import job_storage
+from .observe.job import savepoint_view
+from .observe.validate import InvalidSpecError, streamjob_spec
 
 
 async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> bool:
     """What only a Savepoint itself can tell: its job does not exist. The rest is up to the job.
     True if that failed the Savepoint now."""
-    meta = savepoint["metadata"]
     view = savepoint_view(savepoint, None)
-    if view.status.state.terminal or meta.get("deletionTimestamp"):
+    if view.status.state.terminal or view.deleting:
         return False
-    if view.spec is None:
-        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": view.spec_error})
-    else:
-        job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, meta["namespace"], view.spec.job_name)
-        if job is not None:
-            return False
-        error = (
-            f"StreamJob {view.spec.job_name!r} not found in namespace {meta['namespace']!r}: "
-            "create the job first or correct spec.jobName"
-        )
-        status = view.status.model_copy(update={"state": SavepointState.FAILED, "error": error})
-    failed = Event("Warning", "Failed", status.error or "", savepoint=view.name, uid=meta.get("uid"))
-    plan = Plan(actions=[PatchSavepoint(view.name, status)], events=[failed])
+    namespace = savepoint["metadata"]["namespace"]
+    job_exists = (
+        view.spec is not None
+        and await deps.kube.get_custom(c.STREAMJOB_PLURAL, namespace, view.spec.job_name) is not None
+    )
+    plan = fail_alone(view, namespace, job_exists=job_exists)
+    if plan is None:
+        return False
     await execute(deps, Observed(), plan, _no_job(savepoint))
     return True
 

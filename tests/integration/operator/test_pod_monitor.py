@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sluice_operator.services import monitoring
+from sluice_operator.services.act import monitoring
 from testkit.kube import KubeEnv, streamjob_manifest
 
 pytestmark = pytest.mark.kube

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from sluice_contract.rest import SavepointProgress
-from sluice_operator.services.rest import Coordinator, CoordinatorError, session
-from sluice_operator.services.storage import Storage
+from sluice_operator.services.clients.rest import Coordinator, CoordinatorError, session
+from sluice_operator.services.clients.storage import Storage
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB_ID = "c0ffee0000000000000000000000beef"

@@ -17,13 +17,13 @@ from sluice_contract.integrity import seal
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
-from sluice_operator.services.context import JobContext
-from sluice_operator.services.execute import execute
-from sluice_operator.services.observe import Deps
-from sluice_operator.services.observed import CoordinatorView, Observed
-from sluice_operator.services.old_runs import plan_expired_runs
-from sluice_operator.services.plan import Event, Plan
-from sluice_operator.services.storage import Storage, storage_options
+from sluice_operator.services.act.execute import execute
+from sluice_operator.services.clients.deps import Deps
+from sluice_operator.services.clients.storage import Storage, storage_options
+from sluice_operator.services.common.context import JobContext
+from sluice_operator.services.common.observed import CoordinatorView, Observed
+from sluice_operator.services.common.plan import Event, Plan
+from sluice_operator.services.decide.old_runs import plan_expired_runs
 from testkit.s3 import S3Server
 from unit.runtime._graphs import graph
 from unit.runtime._support import SOURCE_STATE, TEST_KEY, acknowledge_all

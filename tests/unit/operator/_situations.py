@@ -6,9 +6,15 @@ from typing import Any
 
 from sluice_operator import manifests as m
 from sluice_operator.models import SavepointSpec, SavepointStatus, StreamJobSpec, StreamJobStatus
-from sluice_operator.services.context import JobContext
-from sluice_operator.services.observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
-from sluice_operator.services.plan import Plan
+from sluice_operator.services.common.context import JobContext
+from sluice_operator.services.common.observed import (
+    CoordinatorView,
+    JobResult,
+    PodView,
+    SavepointView,
+    Snapshot,
+)
+from sluice_operator.services.common.plan import Plan
 
 from ._fixtures import CONFIG, OWNER, spec
 

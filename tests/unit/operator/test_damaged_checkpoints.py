@@ -18,9 +18,10 @@ from sluice.transport.messages import ToTaskManager
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import StreamJobStatus
-from sluice_operator.services.observe import Deps, observe_job
-from sluice_operator.services.plan import Event
-from sluice_operator.services.storage import Storage
+from sluice_operator.services.clients.deps import Deps
+from sluice_operator.services.clients.storage import Storage
+from sluice_operator.services.common.plan import Event
+from sluice_operator.services.observe.job import observe_job
 from unit.runtime._support import SOURCE_STATE, acknowledge_all, source_coordinator
 
 from ._fixtures import OWNER, spec

@@ -9,9 +9,8 @@ import pytest
 
 from sluice_contract.rest import SavepointProgress
 from sluice_operator.models.enums import JobState
-from sluice_operator.services.decide import decide
-from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import (
+from sluice_operator.services.common.observed import Observed
+from sluice_operator.services.common.plan import (
     CreateSavepoint,
     DeletePods,
     DeleteSavepoint,
@@ -21,6 +20,7 @@ from sluice_operator.services.plan import (
     StartRun,
     TriggerSavepoint,
 )
+from sluice_operator.services.decide.job import decide
 
 from ._fixtures import spec
 from ._situations import (
@@ -419,7 +419,7 @@ def test_history_keeps_max_count_of_operator_savepoints_and_the_latest() -> None
     plan = decide(
         ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=views)
     )
-    from sluice_operator.services.plan import DeleteSavepoint
+    from sluice_operator.services.common.plan import DeleteSavepoint
 
     deleted = sorted(a.name for a in plan.actions if isinstance(a, DeleteSavepoint))
     assert deleted == ["counts-periodic-0", "counts-periodic-1", "counts-periodic-2"]
@@ -460,7 +460,7 @@ def test_history_max_age_never_deletes_the_latest() -> None:
     plan = decide(
         ctx(job, deployed_status(job)), Observed(pod=pod(job), coordinator=coordinator(), savepoints=views)
     )
-    from sluice_operator.services.plan import DeleteSavepoint
+    from sluice_operator.services.common.plan import DeleteSavepoint
 
     assert [a.name for a in plan.actions if isinstance(a, DeleteSavepoint)] == ["counts-periodic-0"]
 

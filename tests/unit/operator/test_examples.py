@@ -9,7 +9,7 @@ import yaml
 
 from sluice_operator import manifests as m
 from sluice_operator.models import OperatorConfig
-from sluice_operator.services.validate import savepoint_spec, streamjob_spec
+from sluice_operator.services.observe.validate import savepoint_spec, streamjob_spec
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "k8s"
 

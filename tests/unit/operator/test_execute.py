@@ -12,12 +12,13 @@ import pytest
 
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
-from sluice_operator.services.acted import Done, Refused, RunsDeleted
-from sluice_operator.services.decide import decide
-from sluice_operator.services.execute import execute
-from sluice_operator.services.observe import Deps
-from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import (
+from sluice_operator.services.act.execute import execute
+from sluice_operator.services.act.record import action_events
+from sluice_operator.services.clients.deps import Deps
+from sluice_operator.services.clients.storage import Storage
+from sluice_operator.services.common.acted import Done, Refused, RunsDeleted
+from sluice_operator.services.common.observed import Observed
+from sluice_operator.services.common.plan import (
     DeleteCheckpointRuns,
     DeleteSavepoint,
     DisposeSavepointFiles,
@@ -25,8 +26,7 @@ from sluice_operator.services.plan import (
     Plan,
     TriggerSavepoint,
 )
-from sluice_operator.services.record import action_events
-from sluice_operator.services.storage import Storage
+from sluice_operator.services.decide.job import decide
 
 from ._fixtures import OWNER, spec
 from ._situations import coordinator, ctx, deployed_status, pod, savepoint

@@ -11,8 +11,9 @@ import yaml
 from aiohttp import web
 
 from sluice_operator import manifests as m
-from sluice_operator.services.auth import JobSecretError, ensure_job_secret, rest_token
-from sluice_operator.services.rest import Coordinator
+from sluice_operator.services.act.auth import JobSecretError, ensure_job_secret
+from sluice_operator.services.clients.rest import Coordinator
+from sluice_operator.services.observe.auth import rest_token
 
 from ._fixtures import OWNER, run
 

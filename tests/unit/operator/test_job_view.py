@@ -9,8 +9,8 @@ import pytest
 from sluice_contract.rest import DocumentError
 from sluice_operator import manifests as m
 from sluice_operator.crdgen import streamjob_crd
-from sluice_operator.services.decide import decide
-from sluice_operator.services.observed import CoordinatorView, Observed
+from sluice_operator.services.common.observed import CoordinatorView, Observed
+from sluice_operator.services.decide.job import decide
 
 from ._fixtures import run, spec
 from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, status_of

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from sluice_contract.integrity import seal
-from sluice_operator.services.observe import pod_view, savepoint_view
-from sluice_operator.services.record import status_delta
-from sluice_operator.services.storage import Storage, storage_options
+from sluice_operator.services.act.record import status_delta
+from sluice_operator.services.clients.storage import Storage, storage_options
+from sluice_operator.services.observe.job import pod_view, savepoint_view
 
 KEY = b"the namespace's state key, 32 bytes"
 

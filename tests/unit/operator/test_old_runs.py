@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice_operator.services.decide import decide
-from sluice_operator.services.observed import CoordinatorView, Observed
-from sluice_operator.services.old_runs import expired_runs, remember_run, run_of
-from sluice_operator.services.plan import DeleteCheckpointRuns, DeletePods, StartRun
+from sluice_operator.services.common.observed import CoordinatorView, Observed
+from sluice_operator.services.common.plan import DeleteCheckpointRuns, DeletePods, StartRun
+from sluice_operator.services.decide.job import decide
+from sluice_operator.services.decide.old_runs import expired_runs, remember_run, run_of
 
 from ._fixtures import spec
 from ._situations import NEW_ID, NOW, OLD_ID, ctx, deployed_status, pod, savepoint, status_of

@@ -17,7 +17,9 @@ from sluice_operator.models import (
     PodMonitorConfig,
     ScraperConfig,
 )
-from sluice_operator.services.monitoring import MonitorState, ensure_pod_monitor, monitor_condition
+from sluice_operator.services.act.monitoring import ensure_pod_monitor
+from sluice_operator.services.act.record import monitor_condition
+from sluice_operator.services.common.acted import MonitorState
 
 from ._fixtures import OWNER, run
 

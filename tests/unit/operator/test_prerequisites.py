@@ -12,14 +12,14 @@ import pytest
 from sluice_operator.kube import Kube, Refused
 from sluice_operator.manifests import Owner
 from sluice_operator.models import MonitorReason, OperatorConfig, PodMonitorConfig
-from sluice_operator.services.acted import Executed, SecretReady
-from sluice_operator.services.auth import JobSecretError
-from sluice_operator.services.decide import prerequisites
-from sluice_operator.services.execute import execute
-from sluice_operator.services.monitoring import forget_crd_absence
-from sluice_operator.services.observe import Deps
-from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import EnsureJobSecret, EnsurePodMonitor, EnsureStateKey, Event
+from sluice_operator.services.act.auth import JobSecretError
+from sluice_operator.services.act.execute import execute
+from sluice_operator.services.act.monitoring import forget_crd_absence
+from sluice_operator.services.clients.deps import Deps
+from sluice_operator.services.common.acted import Executed, SecretReady
+from sluice_operator.services.common.observed import Observed
+from sluice_operator.services.common.plan import EnsureJobSecret, EnsurePodMonitor, EnsureStateKey, Event
+from sluice_operator.services.decide.job import prerequisites
 
 from ._fixtures import CONFIG, OWNER
 

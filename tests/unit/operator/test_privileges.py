@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from sluice_operator.models import OperatorConfig
-from sluice_operator.services.privileges import escalations
-from sluice_operator.services.validate import InvalidSpecError, refuse_escalations, streamjob_spec
+from sluice_operator.services.observe.privileges import escalations
+from sluice_operator.services.observe.validate import InvalidSpecError, refuse_escalations, streamjob_spec
 
 from ._fixtures import spec
 

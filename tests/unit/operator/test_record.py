@@ -13,12 +13,11 @@ from sluice_operator.models import (
     SavepointStatus,
     StreamJobStatus,
 )
-from sluice_operator.services.acted import Done, Executed, Refused
-from sluice_operator.services.decide import decide
-from sluice_operator.services.monitoring import MonitorState
-from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import DeletePods, DeleteSavepoint, TriggerSavepoint
-from sluice_operator.services.record import action_events, record_degraded, record_status
+from sluice_operator.services.act.record import action_events, record_degraded, record_status
+from sluice_operator.services.common.acted import Done, Executed, MonitorState, Refused
+from sluice_operator.services.common.observed import Observed
+from sluice_operator.services.common.plan import DeletePods, DeleteSavepoint, TriggerSavepoint
+from sluice_operator.services.decide.job import decide
 
 from ._fixtures import spec
 from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, savepoint

@@ -1,12 +1,12 @@
 """The record steps of a job's deletion and of deleting earlier runs' checkpoints: pure, from a
-`StreamJobStatus` or what acting did to one merge patch and the events (services/record.py)."""
+`StreamJobStatus` or what acting did to one merge patch and the events (services/act/record.py)."""
 
 from __future__ import annotations
 
 from sluice_operator.models import LifecycleState, StreamJobStatus
-from sluice_operator.services.acted import Executed, RunsDeleted
-from sluice_operator.services.plan import DeleteCheckpointRuns
-from sluice_operator.services.record import action_events, record_deleting
+from sluice_operator.services.act.record import action_events, record_deleting
+from sluice_operator.services.common.acted import Executed, RunsDeleted
+from sluice_operator.services.common.plan import DeleteCheckpointRuns
 
 from ._fixtures import spec
 from ._situations import OLD_ID, deployed_status

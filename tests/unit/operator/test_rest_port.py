@@ -10,7 +10,7 @@ import pytest
 
 from sluice_operator import manifests as m
 from sluice_operator.models import ConfigError, OperatorConfig
-from sluice_operator.services.observe import pod_view
+from sluice_operator.services.observe.job import pod_view
 
 from ._fixtures import CONFIG, OWNER, spec
 

@@ -6,18 +6,19 @@ import dataclasses
 from typing import Any
 
 from sluice_operator.models import SavepointSpec
-from sluice_operator.services._time import rfc3339 as _at
-from sluice_operator.services.deletion import deletion_stamp, plan_deletion_savepoint
-from sluice_operator.services.observed import Observed, SavepointView
-from sluice_operator.services.plan import (
+from sluice_operator.services.common._time import rfc3339 as _at
+from sluice_operator.services.common.observed import Observed, SavepointView
+from sluice_operator.services.common.plan import (
     CreateSavepoint,
     DeleteSavepoint,
     Plan,
     SetDesiredState,
     TriggerSavepoint,
 )
-from sluice_operator.services.savepoint_housekeeping import periodic_and_cleanup
-from sluice_operator.services.savepoints import plan_savepoints
+from sluice_operator.services.decide.deletion import plan_deletion_savepoint
+from sluice_operator.services.decide.savepoint_housekeeping import periodic_and_cleanup
+from sluice_operator.services.decide.savepoints import plan_savepoints
+from sluice_operator.services.deletion import deletion_stamp
 
 from ._fixtures import spec
 from ._situations import NOW, OLD_ID, coordinator, ctx, deployed_status, pod, savepoint

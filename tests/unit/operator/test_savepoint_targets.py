@@ -9,9 +9,9 @@ import pytest
 from sluice_operator import manifests as m
 from sluice_operator.models import OperatorConfig, SavepointSpec, SavepointStatus
 from sluice_operator.models.config import ConfigError
-from sluice_operator.services.decide import decide
-from sluice_operator.services.observed import Observed, SavepointView
-from sluice_operator.services.plan import PatchSavepoint, SetDesiredState, TriggerSavepoint
+from sluice_operator.services.common.observed import Observed, SavepointView
+from sluice_operator.services.common.plan import PatchSavepoint, SetDesiredState, TriggerSavepoint
+from sluice_operator.services.decide.job import decide
 
 from ._fixtures import CONFIG, OWNER, run, spec
 from ._situations import coordinator, ctx, deployed_status, pod, status_of

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from sluice_operator import manifests as m
-from sluice_operator.services.auth import JobSecretError, ensure_state_key
+from sluice_operator.services.act.auth import JobSecretError, ensure_state_key
 
 from ._fixtures import run
 

@@ -11,11 +11,11 @@ import aiohttp
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import PodMonitorConfig
-from sluice_operator.services.deletion import teardown
-from sluice_operator.services.execute import execute
-from sluice_operator.services.observe import Deps
-from sluice_operator.services.observed import Observed
-from sluice_operator.services.plan import Action, DeleteOwned, Event, Plan
+from sluice_operator.services.act.execute import execute
+from sluice_operator.services.clients.deps import Deps
+from sluice_operator.services.common.observed import Observed
+from sluice_operator.services.common.plan import Action, DeleteOwned, Event, Plan
+from sluice_operator.services.decide.deletion import teardown
 
 from ._fixtures import CONFIG, OWNER
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice_operator.services.validate import InvalidSpecError, savepoint_spec, streamjob_spec
+from sluice_operator.services.observe.validate import InvalidSpecError, savepoint_spec, streamjob_spec
 
 
 def _raw(**overrides: object) -> dict[str, object]:

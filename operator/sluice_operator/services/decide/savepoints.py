@@ -16,10 +16,10 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
-from ._time import rfc3339
-from .context import JobContext
-from .observed import Observed, SavepointView
-from .plan import (
+from ..common._time import rfc3339
+from ..common.context import JobContext
+from ..common.observed import Observed, SavepointView
+from ..common.plan import (
     CreateSavepoint,
     Event,
     PatchSavepoint,
@@ -27,8 +27,8 @@ from .plan import (
     SetDesiredState,
     TriggerSavepoint,
 )
+from ..common.savepoint_events import outcome_events
 
-LABEL_GENERATION = f"{c.GROUP}/job-generation"
 _REST_STOP: dict[StopMode, str | bool] = {
     StopMode.NONE: False,
     StopMode.SUSPEND: "suspend",
@@ -49,22 +49,6 @@ class SavepointOutlook:
 
 def _with(view: SavepointView, **changes: object) -> SavepointStatus:
     return view.status.model_copy(update=changes)
-
-
-def outcome_events(name: str, uid: str | None, status: SavepointStatus) -> list[Event]:
-    """The events of a savepoint that has ended: one on its job, one on the Savepoint itself."""
-    if status.state is SavepointState.COMPLETED:
-        return [
-            Event("Normal", "SavepointCompleted", f"savepoint {name} completed at {status.path}"),
-            Event("Normal", "Completed", f"savepoint at {status.path}", savepoint=name, uid=uid),
-        ]
-    if status.state in (SavepointState.FAILED, SavepointState.ABANDONED):
-        text = f"savepoint {name} {status.state.value.lower()}: {status.error}"
-        return [
-            Event("Warning", f"Savepoint{status.state.value}", text),
-            Event("Warning", status.state.value, status.error or "", savepoint=name, uid=uid),
-        ]
-    return []
 
 
 def _finish(plan: Plan, view: SavepointView, status: SavepointStatus) -> None:
@@ -126,7 +110,7 @@ def _ended(round_: _Round, view: SavepointView) -> None:
     completed = status.state is SavepointState.COMPLETED
     if completed and round_.live_job_id is not None and status.job_id == round_.live_job_id:
         round_.outlook.completed_stop = view
-    if not completed and view.labels.get(LABEL_GENERATION) == str(round_.ctx.generation):
+    if not completed and view.labels.get(c.LABEL_GENERATION) == str(round_.ctx.generation):
         round_.outlook.failed_stop = view
 
 
@@ -289,7 +273,7 @@ def ensure_stop_savepoint(ctx: JobContext, plan: Plan, kind: SavepointKind) -> N
         stamp=ctx.generation,
         dispose_on_delete=ctx.spec.savepoints.dispose_on_delete,
     )
-    manifest["metadata"]["labels"][LABEL_GENERATION] = str(ctx.generation)
+    manifest["metadata"]["labels"][c.LABEL_GENERATION] = str(ctx.generation)
     plan.actions.append(CreateSavepoint(manifest))
     plan.events.append(
         Event(

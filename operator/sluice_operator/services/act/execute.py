@@ -18,8 +18,11 @@ from typing import Any
 from sluice_operator import manifests as m
 from sluice_operator.models import constants as c
 
-from ._time import rfc3339
-from .acted import (
+from ..clients.deps import Deps
+from ..clients.rest import Coordinator, CoordinatorError
+from ..clients.storage import Storage
+from ..common._time import rfc3339
+from ..common.acted import (
     Done,
     Executed,
     FilesDisposed,
@@ -30,12 +33,8 @@ from .acted import (
     SecretReady,
     StateKeyReady,
 )
-from .auth import ensure_job_secret, ensure_state_key
-from .monitoring import delete_pod_monitor, ensure_pod_monitor
-from .observe import Deps
-from .observed import Observed
-from .old_runs import delete_runs
-from .plan import (
+from ..common.observed import Observed
+from ..common.plan import (
     Action,
     CreateSavepoint,
     DeleteCheckpointRuns,
@@ -55,11 +54,10 @@ from .plan import (
     StartRun,
     TriggerSavepoint,
 )
+from .auth import ensure_job_secret, ensure_state_key
+from .monitoring import delete_pod_monitor, ensure_pod_monitor
 from .record import action_events
 from .recorder import Recorder
-from .rest import Coordinator, CoordinatorError
-from .savepoints import LABEL_GENERATION
-from .storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -220,13 +218,15 @@ async def _set_desired_state(acting: _Acting, action: SetDesiredState) -> None:
     patch = {"spec": {"state": action.state.value}}
     job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, acting.owner.name, patch)
     generation = str(job.get("metadata", {}).get("generation"))
-    labels = {"metadata": {"labels": {LABEL_GENERATION: generation}}}
+    labels = {"metadata": {"labels": {c.LABEL_GENERATION: generation}}}
     await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, action.savepoint, labels)
 
 
 async def _delete_runs(acting: _Acting, action: DeleteCheckpointRuns) -> RunsDeleted:
-    """Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again."""
-    deleted = await delete_runs(_storage(acting), action.checkpoint_dir, list(action.runs))
+    """Deleting first: if storage fails, the runs stay recorded and the next reconcile tries again.
+    `deleted` lists the runs whose directory was there (one gone already is not listed)."""
+    storage, root = _storage(acting), action.checkpoint_dir.rstrip("/")
+    deleted = [run for run in action.runs if await storage.dispose(f"{root}/{run}")]
     await acting.recorder.job_status(acting.owner.name, {"checkpointRuns": list(action.remaining)})
     return RunsDeleted(action, tuple(deleted))
 

@@ -17,8 +17,8 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
-from ._time import rfc3339
-from .observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
+from ..common._time import rfc3339
+from ..common.observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
 
 N = TypeVar("N", int, float)
 

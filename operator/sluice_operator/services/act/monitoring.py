@@ -9,15 +9,13 @@ installing the CRD later is enough).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Refused
-from sluice_operator.models import Condition, ConditionType, MonitorReason, PodMonitorConfig
+from sluice_operator.models import MonitorReason, PodMonitorConfig
 
-from .conditions import set_condition
-from .plan import Event
+from ..common.acted import MonitorState
 
 _CHART_VALUE = "metrics.jobs.podMonitor.enabled"
 # How long a missing CRD is taken as missing before the API server is asked again. The CRD is
@@ -42,13 +40,6 @@ _ABSENT = _CrdAbsence()
 def forget_crd_absence() -> None:
     """Look for the CRD again at the next reconcile (an operator starting knows nothing of it yet)."""
     _ABSENT.until = 0.0
-
-
-@dataclass(frozen=True)
-class MonitorState:
-    ok: bool
-    reason: MonitorReason
-    message: str
 
 
 _API = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
@@ -139,35 +130,8 @@ def _within(want: Any, found: Any) -> bool:
     return bool(want == found)
 
 
-def monitor_condition(
-    conditions: list[Condition], state: MonitorState | None, *, generation: int, now_ms: int
-) -> tuple[list[Condition], list[Event]]:
-    """`conditions` with the `Monitored` condition (None: the option is off, no condition); its events.
-
-    One event when the condition's reason changes, not on every reconcile: a missing CRD is said once.
-    """
-    previous = next((c for c in conditions if c.type == ConditionType.MONITORED), None)
-    if state is None:
-        return [c for c in conditions if c is not previous], []
-    updated = set_condition(
-        conditions,
-        ConditionType.MONITORED,
-        state.ok,
-        state.reason,
-        state.message,
-        generation=generation,
-        now_ms=now_ms,
-    )
-    before = previous.reason if previous else None
-    if state.reason == before or (state.reason is MonitorReason.READY and before == MonitorReason.CREATED):
-        return updated, []
-    return updated, [Event("Normal" if state.ok else "Warning", state.reason, state.message)]
-
-
 __all__ = [
-    "MonitorState",
     "delete_pod_monitor",
     "ensure_pod_monitor",
     "forget_crd_absence",
-    "monitor_condition",
 ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from sluice_operator import manifests as m
 from sluice_operator.models import LifecycleState
 
-from .context import JobContext
-from .observed import Observed
-from .plan import DeletePods, Event, Plan
+from ..common.context import JobContext
+from ..common.observed import Observed
+from ..common.plan import DeletePods, Event, Plan
 
 USAGE_ERROR = 2  # `sluice run` exit code for a bad pipeline file or argument (docs/reference/cli.md)
 RESTART_DELAY_MS = 10_000

@@ -10,18 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice_operator.models import (
+    Condition,
     ConditionType,
     DegradedReason,
     LifecycleState,
+    MonitorReason,
     SavepointState,
     StreamJobStatus,
 )
 
-from .acted import Executed, FilesDisposed, Refused, RunsDeleted
-from .conditions import set_condition
-from .monitoring import MonitorState, monitor_condition
-from .plan import DeleteSavepoint, Event
-from .savepoints import outcome_events
+from ..common.acted import Executed, FilesDisposed, MonitorState, Refused, RunsDeleted
+from ..common.conditions import set_condition
+from ..common.plan import DeleteSavepoint, Event
+from ..common.savepoint_events import outcome_events
 
 
 def status_delta(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +105,31 @@ def record_deleting(old: dict[str, Any], status: StreamJobStatus) -> StatusRecor
     return StatusRecord(deleting, status_patch(old, deleting), events)
 
 
+def monitor_condition(
+    conditions: list[Condition], state: MonitorState | None, *, generation: int, now_ms: int
+) -> tuple[list[Condition], list[Event]]:
+    """`conditions` with the `Monitored` condition (None: the option is off, no condition); its events.
+
+    One event when the condition's reason changes, not on every reconcile: a missing CRD is said once.
+    """
+    previous = next((c for c in conditions if c.type == ConditionType.MONITORED), None)
+    if state is None:
+        return [c for c in conditions if c is not previous], []
+    updated = set_condition(
+        conditions,
+        ConditionType.MONITORED,
+        state.ok,
+        state.reason,
+        state.message,
+        generation=generation,
+        now_ms=now_ms,
+    )
+    before = previous.reason if previous else None
+    if state.reason == before or (state.reason is MonitorReason.READY and before == MonitorReason.CREATED):
+        return updated, []
+    return updated, [Event("Normal" if state.ok else "Warning", state.reason, state.message)]
+
+
 def action_events(executed: Executed) -> list[Event]:
     """The events of what acting did: Savepoints and earlier runs' checkpoints deleted, and triggers
     refused for good."""
@@ -134,6 +160,7 @@ def action_events(executed: Executed) -> list[Event]:
 __all__ = [
     "StatusRecord",
     "action_events",
+    "monitor_condition",
     "record_degraded",
     "record_deleting",
     "record_status",

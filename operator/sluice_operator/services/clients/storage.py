@@ -19,7 +19,7 @@ from sluice_contract.checkpoints import METADATA, latest_restorable
 from sluice_contract.integrity import Verdict, key_id, verdict
 from sluice_operator.models import UNKNOWN_STATE
 
-from .observed import JobResult, Snapshot
+from ..common.observed import JobResult, Snapshot
 
 log = logging.getLogger(__name__)
 _disbelieved: set[tuple[str, str]] = set()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sluice_operator.models import SavepointStatus
+from sluice_operator.models import MonitorReason, SavepointStatus
 
-from .monitoring import MonitorState
 from .plan import (
     Action,
     DeleteCheckpointRuns,
@@ -16,6 +15,15 @@ from .plan import (
     EnsureStateKey,
     TriggerSavepoint,
 )
+
+
+@dataclass(frozen=True)
+class MonitorState:
+    """How keeping the job's PodMonitor went: what its `Monitored` condition says."""
+
+    ok: bool
+    reason: MonitorReason
+    message: str
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,7 @@ __all__ = [
     "Executed",
     "FilesDisposed",
     "MonitorEnsured",
+    "MonitorState",
     "Refused",
     "Result",
     "RunsDeleted",

@@ -22,13 +22,9 @@ from sluice_operator.models import (
     UpgradeMode,
 )
 
-from ._crash import crashed
-from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
-from .conditions import job_conditions
-from .context import JobContext
-from .observed import JobResult, Observed
-from .old_runs import plan_expired_runs, remember_run
-from .plan import (
+from ..common.context import JobContext
+from ..common.observed import JobResult, Observed
+from ..common.plan import (
     Action,
     DeletePods,
     DeleteSavepoint,
@@ -39,6 +35,10 @@ from .plan import (
     Plan,
     StartRun,
 )
+from ._crash import crashed
+from ._status import job_from_coordinator, job_from_result, last_checkpoint, savepoint_summary
+from .job_conditions import job_conditions
+from .old_runs import plan_expired_runs, remember_run
 from .savepoint_housekeeping import periodic_and_cleanup
 from .savepoints import SavepointOutlook, ensure_stop_savepoint, plan_savepoints
 
@@ -72,6 +72,17 @@ def prerequisites(config: OperatorConfig) -> Plan:
     if config.pod_monitor is not None:
         actions.append(EnsurePodMonitor(config.pod_monitor))
     return Plan(actions=actions)
+
+
+def cannot_decide(obs: Observed) -> str | None:
+    """Why nothing can be decided from `obs` yet (the job is then Degraded, StorageUnavailable), or None.
+
+    Storage that cannot be read while no coordinator runs hides how the last run ended: deciding
+    without it could restart a finished job, so the reconcile waits instead.
+    """
+    if obs.storage_error is not None and (obs.pod is None or obs.pod.exited):
+        return obs.storage_error
+    return None
 
 
 def decide(ctx: JobContext, obs: Observed) -> Plan:

@@ -12,11 +12,11 @@ from sluice_operator import manifests as m
 from sluice_operator.kube import Obj
 from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
 
-from .auth import usable_state_key
-from .context import JobContext
-from .observe import Deps, observe_job
-from .observed import Observed
-from .storage import Storage, storage_options
+from ..clients.deps import Deps
+from ..clients.storage import Storage, storage_options
+from ..common.context import JobContext
+from ..common.observed import Observed
+from .job import observe_job
 
 
 def owner_of(job: Obj) -> m.Owner:
@@ -50,12 +50,6 @@ async def job_storage(
     secret = (spec.storage_secret if spec is not None else None) or config.storage_secret
     data = await deps.kube.secret_data(namespace, secret) if secret else None
     return Storage(storage_options(uri, data or {}), state_key=state_key)
-
-
-async def state_key(deps: Deps, namespace: str) -> bytes | None:
-    """The namespace's state key, which coordinators seal job results with; None while it has none (or
-    an unusable one, which reconcile reports)."""
-    return usable_state_key(await deps.kube.secret_data(namespace, m.STATE_KEY_SECRET))
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ from sluice_operator import manifests as m
 from sluice_operator.models import SavepointKind, SavepointState, StopMode, duration_ms
 from sluice_operator.models import constants as c
 
-from ._time import millis
-from .context import JobContext
-from .observed import Observed, SavepointView
-from .plan import CreateSavepoint, DeleteSavepoint, Plan
+from ..common._time import millis
+from ..common.context import JobContext
+from ..common.observed import Observed, SavepointView
+from ..common.plan import CreateSavepoint, DeleteSavepoint, Plan
 
 
 def periodic_and_cleanup(

@@ -1,4 +1,4 @@
-"""Deleting the checkpoint directories of a job's earlier runs.
+"""Deciding which checkpoint directories of a job's earlier runs go (act deletes them).
 
 Every run of a StreamJob gets a new job id, and the runtime keeps `spec.checkpoints.retained` checkpoints
 under `<checkpoint-dir>/<job-id>/` of the run that wrote them; nothing else ever removes a finished
@@ -21,10 +21,9 @@ from __future__ import annotations
 from sluice_operator import manifests as m
 from sluice_operator.models import RunState, SavepointState
 
-from .context import JobContext
-from .observed import Observed
-from .plan import DeleteCheckpointRuns, DeletePods, Plan, StartRun
-from .storage import Storage
+from ..common.context import JobContext
+from ..common.observed import Observed
+from ..common.plan import DeleteCheckpointRuns, DeletePods, Plan, StartRun
 
 
 def run_of(path: str | None, checkpoint_dir: str) -> str | None:
@@ -73,13 +72,3 @@ def plan_expired_runs(ctx: JobContext, obs: Observed, plan: Plan) -> None:
 def remember_run(runs: list[str], job_id: str) -> list[str]:
     """`status.checkpointRuns` after starting run `job_id`."""
     return [*[r for r in runs if r != job_id], job_id]
-
-
-async def delete_runs(storage: Storage, checkpoint_dir: str, runs: list[str]) -> list[str]:
-    """Delete the directories of `runs` (the act step's part); the runs whose directory was there (gone
-    already: not listed)."""
-    deleted = []
-    for run in runs:
-        if await storage.dispose(f"{checkpoint_dir.rstrip('/')}/{run}"):
-            deleted.append(run)
-    return deleted

@@ -10,21 +10,15 @@ writing one again is harmless.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from sluice_operator.kube import Kube
 from sluice_operator.manifests import Owner
 from sluice_operator.models import SavepointStatus
 from sluice_operator.models import constants as c
 
-from .plan import Event
-
-
-class EventSink(Protocol):
-    """Posts one event on the StreamJob `job` (its name may be empty for an event on a Savepoint whose
-    job is unknown), or on the Savepoint the event names."""
-
-    def __call__(self, job: Owner, event: Event) -> None: ...
+from ..clients.deps import EventSink
+from ..common.plan import Event
 
 
 def savepoint_patch(status: SavepointStatus) -> dict[str, Any]:
@@ -52,4 +46,4 @@ class Recorder:
             self._sink(self._job, event)
 
 
-__all__ = ["EventSink", "Recorder", "savepoint_patch"]
+__all__ = ["Recorder", "savepoint_patch"]

@@ -1,13 +1,13 @@
-"""The job's Secret: created once per StreamJob, read for the REST token on every call to its coordinator.
+"""Creating the job's Secret and the namespace's state key Secret: once, never drawn again.
 
-Its values never leave it: they are not logged, not put into status or events, and only the pods'
-volume mounts and the operator's Authorization header carry them.
+Reading them is observing's part (observe/auth.py). Their values never leave them: they are not
+logged, not put into status or events, and only the pods' volume mounts and the operator's
+Authorization header carry them.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
 
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube
@@ -55,7 +55,7 @@ async def ensure_state_key(kube: Kube, namespace: str) -> bytes:
         found = await kube.secret(namespace, m.STATE_KEY_SECRET)
     if found is None:
         raise JobSecretError(f"Secret {m.STATE_KEY_SECRET} was created but cannot be read back")
-    key = usable_state_key(found[1])
+    key = m.usable_state_key(found[1])
     if key is None:
         raise JobSecretError(
             f"Secret {m.STATE_KEY_SECRET} must hold {m.STATE_KEY_KEY!r}: at least 64 hexadecimal digits, the "
@@ -64,20 +64,3 @@ async def ensure_state_key(kube: Kube, namespace: str) -> bytes:
             "Secret and the operator makes a new one"
         )
     return key
-
-
-def usable_state_key(data: Mapping[str, str] | None) -> bytes | None:
-    """The key a state key Secret's data holds, or None when it holds none usable (too short, not hex)."""
-    try:
-        key = bytes.fromhex((data or {}).get(m.STATE_KEY_KEY, "").strip())
-    except ValueError:
-        return None
-    return key if len(key) >= 32 else None
-
-
-async def rest_token(kube: Kube, owner: m.Owner) -> str | None:
-    """The token of the job's coordinator; None if the job has no Secret (a coordinator from before)."""
-    found = await kube.secret(owner.namespace, m.job_secret_name(owner.name))
-    if found is None:
-        return None
-    return found[1].get(m.REST_TOKEN_KEY) or None

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import aiohttp
-
 from sluice_contract.checkpoints import NoRestorableCheckpoint
 from sluice_operator import manifests as m
 from sluice_operator.kube import Kube, Obj
@@ -20,19 +16,12 @@ from sluice_operator.models import (
 )
 from sluice_operator.models import constants as c
 
-from ._time import millis
-from .observed import CoordinatorView, Observed, PodView, SavepointView
-from .recorder import EventSink
-from .rest import Coordinator, CoordinatorError
-from .storage import Storage
+from ..clients.deps import Deps
+from ..clients.rest import Coordinator, CoordinatorError
+from ..clients.storage import Storage
+from ..common._time import millis
+from ..common.observed import CoordinatorView, Observed, PodView, SavepointView
 from .validate import InvalidSpecError, savepoint_spec
-
-
-@dataclass(frozen=True)
-class Deps:
-    kube: Kube
-    http: aiohttp.ClientSession
-    events: EventSink  # where the recorder posts events (Kubernetes Events, through kopf)
 
 
 def pod_view(pod: Obj) -> PodView:
