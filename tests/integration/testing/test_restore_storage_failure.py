@@ -21,6 +21,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 import sluice
 from sluice.connectors import SequenceSource
+from sluice.connectors.base import SplitReader
+from sluice.connectors.sequence import SequenceSplit
 from sluice.testing import CollectingSink, run_job, start_job
 
 N = 10_000
@@ -49,15 +51,40 @@ def store() -> Iterator[str]:
     FlakyStore.store.clear()
 
 
+HELD = threading.Event()
+"""While set, each split of the source stops short of its last record (it reads nothing for now): the
+first job cannot reach its end before the test cancels it, however slowly its checkpoints come. Its
+checkpoints go on meanwhile, since the source still takes barriers."""
+
+
+class _HeldSequence(SequenceSource):
+    def open_split(self, split: SequenceSplit) -> SplitReader[SequenceSplit]:
+        return _HeldReader(super().open_split(split))
+
+
+class _HeldReader(SplitReader[SequenceSplit]):
+    def __init__(self, reader: SplitReader[SequenceSplit]) -> None:
+        self.reader = reader
+
+    def read(self, max_records: int) -> list[Any] | None:
+        position = self.reader.position()
+        if HELD.is_set() and position.end - position.next <= max_records:
+            return []  # the split's last batch waits
+        return self.reader.read(max_records)
+
+    def position(self) -> SequenceSplit:
+        return self.reader.position()
+
+
 def _slow(i: int) -> int:
-    time.sleep(0.0005)  # seconds in all: the job is stopped with a savepoint before its end
+    time.sleep(0.0005)
     return i
 
 
 def _pipeline(sink: CollectingSink) -> Any:
     def build(env: sluice.StreamEnvironment) -> None:
         (
-            env.from_source(SequenceSource(0, N, splits=2), uid="numbers")
+            env.from_source(_HeldSequence(0, N, splits=2), uid="numbers")
             .map(_slow, uid="slow")
             .key_by(lambda i: i % 10)
             .reduce(lambda a, b: b, uid="latest")  # keyed state too
@@ -70,10 +97,14 @@ def _pipeline(sink: CollectingSink) -> Any:
 def test_a_store_failing_under_a_taskmanagers_restore_suspends_the_job(store: str) -> None:
     sink = CollectingSink()
     options = ("--checkpoint-dir", store, "--checkpoint-interval", "100ms")
-    with start_job(_pipeline(sink), *options) as first:
-        first.wait_checkpoints(2)
-        first.cancel()
-        ended = first.wait()
+    HELD.set()
+    try:
+        with start_job(_pipeline(sink), *options) as first:
+            first.wait_checkpoints(2)
+            first.cancel()
+            ended = first.wait()
+    finally:
+        HELD.clear()
     assert ended.state == "CANCELED" and ended.last_checkpoint is not None, ended
     FlakyStore.failing.set()
     resume = ("--checkpoint-dir", store, "--from-savepoint", ended.last_checkpoint, "--job-id", "resumed")
