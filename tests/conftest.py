@@ -6,9 +6,7 @@ says which tier runs against what.
 """
 
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +53,7 @@ def _own_rest_token_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture(scope="session")
-def spark_context() -> Iterator[Any]:
+def spark_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local SparkContext (and JVM) for every Spark test of the run.
 
     Defined here, not in `testkit.spark`: a session fixture imported into several test modules is one
@@ -64,7 +62,9 @@ def spark_context() -> Iterator[Any]:
     """
     from testkit.spark import start_test_spark
 
-    context = start_test_spark(Path(tempfile.mkdtemp(prefix="sluice-spark-")))
+    # Under pytest's temporary directory, which keeps the last few runs' (the Spark log, for a failure)
+    # and removes older ones: a directory of its own under /tmp was left behind by every run.
+    context = start_test_spark(tmp_path_factory.mktemp("spark"))
     try:
         yield context
     finally:
