@@ -16,15 +16,31 @@ write to the dict copies it, and the first write to a key copies that key's wind
 from __future__ import annotations
 
 import pickle
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
-from sluice.state.keyed import FrozenTable
+from sluice.state.keyed import BackendSnapshot, FrozenTable
 
 TABLE = "keyed-windows"
 
 Window = list[Any]
 """`[start, end, contents, fired]`."""
 START, END, CONTENTS, FIRED = 0, 1, 2, 3
+
+
+class KeyedWindowLayout(Protocol):
+    """What the keyed window operator needs of its windows, on the heap (`KeyedWindows`) or on disk
+    (`sluice.state.disk_windows.DiskKeyedWindows`)."""
+
+    def get(self, key: Any) -> list[Window] | None: ...
+    def writable(self, key: Any) -> list[Window]: ...
+    def drop_if_empty(self, key: Any) -> None: ...
+    def flush(self) -> None: ...
+    def items(self) -> Iterator[tuple[Any, list[Window]]]: ...
+    def restore_frame(self, name: str, upserts: dict[Any, Any], removed: list[Any]) -> None: ...
+    def has_state(self) -> bool: ...
+    def begin_snapshot(self) -> BackendSnapshot: ...
+    def close(self) -> None: ...
 
 
 class KeyedWindows:
@@ -61,6 +77,15 @@ class KeyedWindows:
     def drop_if_empty(self, key: Any) -> None:
         if not self.by_key.get(key, True):
             del self.by_key[key]
+
+    def flush(self) -> None:
+        """Nothing to write back: the task changed the windows themselves."""
+
+    def items(self) -> Iterator[tuple[Any, list[Window]]]:
+        return iter(self.by_key.items())
+
+    def close(self) -> None:
+        """Nothing to release: the windows go with the operator."""
 
     def restore_frame(self, name: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
         if name != TABLE:
