@@ -10,7 +10,8 @@ from the watermark, so a window restored after it fired does not fire a second t
 Snapshots work as in `sluice.state.windows`: `begin_snapshot` freezes the dict of keys (one table,
 `keyed-windows`, whose keys are the record keys, so a restore at another parallelism takes them by key
 group) and lists the keys written since the previous snapshot; while a snapshot is written, the first
-write to the dict copies it, and the first write to a key copies that key's windows.
+write to the dict copies it, and the first write to a key copies that key's windows. This is the heap
+layout; `sluice.state.disk_windows` keeps the same table in the disk backend's store.
 """
 
 from __future__ import annotations

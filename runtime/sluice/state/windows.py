@@ -17,7 +17,8 @@ keyed state is (`sluice.state.snapshots`):
 3. `release`, once the snapshot is written, thaws the windows when no other snapshot still holds them.
 
 The files are keyed state files, so restoring at another parallelism takes each window's keys by key
-group like any keyed state.
+group like any keyed state. This is the heap layout; `sluice.state.disk_windows` keeps the same tables
+in the disk backend's store, and writes the same files.
 """
 
 from __future__ import annotations

@@ -45,13 +45,14 @@ def expected(kind: str, count: int) -> collections.Counter[str]:
     return out
 
 
+# The window join's windows on disk: its heap layout is the session windows' (test_session_windows).
 @pytest.mark.parametrize(
-    ("kind", "backend"), [("broadcast", "heap"), ("interval", "disk"), ("window", "heap")]
+    ("kind", "backend"), [("broadcast", "heap"), ("interval", "disk"), ("window", "disk")]
 )
 def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
     kind: str, backend: str, tmp_path: Path
 ) -> None:
-    out, count = tmp_path / "out", 12_000
+    out, count, local = tmp_path / "out", 12_000, tmp_path / "local-state"
     job = SluiceJob(
         PIPELINE,
         "--arg", f"out={out}",
@@ -63,10 +64,14 @@ def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
         "--checkpoint-dir", f"file://{tmp_path / 'chk'}",
         "--checkpoint-interval", "300ms",
         "--restart-delay", "200ms",
+        env={"SLUICE_STATE_DIR": str(local)},
     )  # fmt: skip
     try:
         job.wait_checkpoints(3)
         assert job.get("/v1/job")["state"] == "RUNNING", "the kill must hit a running job"
+        if kind == "window":
+            stores = list(local.glob("sluice-state-*-join-*-windows-*"))
+            assert len(stores) == 2, "each subtask's windows of the join are in its store on disk"
         os.kill(job.taskmanager_pids()[1], signal.SIGKILL)
         job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
         code = job.wait(180)
