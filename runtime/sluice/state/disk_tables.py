@@ -110,9 +110,10 @@ class DiskTables:
         entries = dict(self.items(name))
         store = self._store
         if store is not None and entries:
-            txn, db, prefix = store.txn, self._db, self._prefix(name)
+            db, prefix = self._db, self._prefix(name)
             for key in entries:
-                txn.delete(prefix + encode_key(key), db=db)
+                # Not a local: `wrote` commits every so many writes and begins a new transaction.
+                store.txn.delete(prefix + encode_key(key), db=db)
                 store.wrote()
         self._names.discard(name)
         self._dirty.pop(name, None)
@@ -126,13 +127,12 @@ class DiskTables:
     def restore(self, name: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
         """Applies a frame of a checkpoint: written to the store only, not as changes (the first
         snapshot after a restore is a full one)."""
-        store = self._open()
-        txn, db = store.txn, self._db
+        store, db = self._open(), self._db
         for key, value in upserts.items():
-            txn.put(self._key(name, key), _dumps(value, 5), db=db)
+            store.txn.put(self._key(name, key), _dumps(value, 5), db=db)
             store.wrote()
         for key in removed:
-            txn.delete(self._key(name, key), db=db)
+            store.txn.delete(self._key(name, key), db=db)
             store.wrote()
         if upserts:
             self._names.add(name)

@@ -17,6 +17,7 @@ from sluice.engine.operators.base import StreamOperator
 from sluice.engine.operators.keyed_window import KeyedWindowOperator
 from sluice.engine.operators.window import WindowOperator
 from sluice.functions import AggregateFunction, ProcessWindowFunction
+from sluice.state import disk
 from sluice.state.disk_tables import DiskTables
 from sluice.state.keyed import BACKENDS
 from sluice.state.snapshots import ChainShare, DeferredKeyed, SnapshotWrite
@@ -196,3 +197,30 @@ def test_a_dropped_table_that_a_snapshot_held_is_written_as_removed(state_dir: P
         assert tables.is_empty("window:1000") and not tables.is_empty("window:2000")
     finally:
         tables.close()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_store_committing_every_few_writes_loses_nothing(
+    layout: str, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store commits its write transaction every so many writes (and begins a new one): flushing a
+    batch, firing a window and restoring a checkpoint each write past several commits here."""
+    monkeypatch.setattr(disk, "_COMMIT_EVERY", 3)
+    records = [(f"k{i % 40}", i) for i in range(400)]
+    stamps = [i * 10 for i in range(400)]  # 4 tumbling windows; one session per key
+
+    def run(backend: str, root: Path) -> list[Any]:
+        op = LAYOUTS[layout]()
+        out, _ = start(op, state_backend=backend)
+        process(op, records[:300], stamps[:300])
+        op.process_watermark(1999)  # fires windows, writing more than a commit's worth
+        chain = checkpoint(op, root, 1)
+        restored = LAYOUTS[layout]()
+        share = RestoredState(checkpoint_id=1)
+        share.keyed_chains.append(chain)
+        after, _ = start(restored, restored=share, state_backend=backend)
+        process(restored, records[300:], stamps[300:])
+        restored.process_watermark(MAX_WATERMARK)
+        return sorted(map(repr, [*out.records, *after.records]))
+
+    assert run("disk", tmp_path / "disk") == run("heap", tmp_path / "heap")

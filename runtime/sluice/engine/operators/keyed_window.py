@@ -104,8 +104,10 @@ class KeyedWindowOperator(StreamOperator):
             if self.process_fn is not None:
                 self.process_fn.close()
         finally:
-            self._changes.close()
-            self.windows.close()
+            try:
+                self._changes.close()
+            finally:
+                self.windows.close()  # on disk, the store's files go
 
     # -- records ----------------------------------------------------------------------------------------
 

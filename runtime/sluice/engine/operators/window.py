@@ -172,6 +172,6 @@ class WindowOperator(StreamOperator):
     def close(self) -> None:
         try:
             self._changes.close()
-            self.accumulators.close()
         finally:
+            self.accumulators.close()  # on disk, the store's files go
             super().close()
