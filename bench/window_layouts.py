@@ -8,7 +8,9 @@ Drives the two window operators directly (no engine, no channels), in a fresh in
 a watermark after each, a checkpoint's synchronous part every 50 batches. Each run reports the CPU
 seconds of the operator calls. Variants, interleaved `--repeat` times (the order rotates): the baseline
 commit on the heap, the candidate on the heap, the candidate on disk; a commit's runtime comes from a
-temporary git worktree. Printed: the median records per CPU second and its ratio to the baseline.
+temporary git worktree. Printed: the median records per CPU second, its ratio to the baseline's, and
+the median of the ratios of each round's runs (paired: a round's runs are seconds apart, so they see
+about the same load on a shared machine).
 """
 
 from __future__ import annotations
@@ -127,15 +129,20 @@ def main() -> None:
                     for tree_name, backend in variants[shift:] + variants[:shift]:
                         cpu = run(trees[tree_name], case, backend, args.n, work / "state")
                         rates.setdefault((case, tree_name, backend), []).append(args.n / cpu)
-    print("| case | variant | records per CPU s (median) | ratio to baseline heap | runs |")
-    print("|---|---|---|---|---|")
+    print("| case | variant | records per CPU s (median) | ratio to baseline heap | paired ratio | runs |")
+    print("|---|---|---|---|---|---|")
     for case in CASES:
-        base = statistics.median(rates[(case, "baseline", "heap")])
+        base_runs = rates[(case, "baseline", "heap")]
+        base = statistics.median(base_runs)
         for tree_name, backend in variants:
             runs = rates[(case, tree_name, backend)]
             median = statistics.median(runs)
+            paired = statistics.median(r / b for r, b in zip(runs, base_runs, strict=True))
             listed = ", ".join(f"{r:,.0f}" for r in runs)
-            print(f"| {case} | {tree_name} {backend} | {median:,.0f} | {median / base:.3f}x | {listed} |")
+            print(
+                f"| {case} | {tree_name} {backend} | {median:,.0f} | {median / base:.3f}x | {paired:.3f}x "
+                f"| {listed} |"
+            )
 
 
 if __name__ == "__main__":

@@ -138,9 +138,9 @@ def test_sessions_stop_without_drain_then_resume_at_parallelism_3(
     metadata = json.loads((Path(path.removeprefix("file://")) / "_metadata").read_text())
     assert operator(metadata, "sessions")["subtasks"], "open sessions were kept in the savepoint"
     expected = reference(count, "aggregate")
-    suspended = read_output(str(out))
-    assert not suspended - expected, "the suspend emitted no partial session"
-    assert sum(suspended.values()) < sum(expected.values())
+    before_resume = read_output(str(out))
+    assert not before_resume - expected, "the suspend emitted no partial session"
+    assert sum(before_resume.values()) < sum(expected.values())
     again = run_thread_job(
         PIPELINE, *common, "--parallelism", "3", "--from-savepoint", path, "--state-backend", resumed
     )
