@@ -45,6 +45,9 @@ class DiskTables:
         """Tables some snapshot has held: dropping one must be written as the removal of its keys."""
         self._dirty: dict[str, dict[Any, bytes]] = {}
         self._removed: dict[str, set[Any]] = {}
+        self._tracking = False
+        """Whether changes are kept for the next snapshot: not before the first, which is a full one
+        (a job without checkpoints would otherwise keep every value it wrote in memory)."""
 
     def _open(self) -> Store:
         store = self._store
@@ -81,13 +84,14 @@ class DiskTables:
         data = _dumps(value, 5)
         store.txn.put(self._key(name, key), data, db=self._db)
         self._names.add(name)
-        dirty = self._dirty.get(name)
-        if dirty is None:
-            dirty = self._dirty[name] = {}
-        dirty[key] = data
-        removed = self._removed.get(name)
-        if removed:
-            removed.discard(key)
+        if self._tracking:
+            dirty = self._dirty.get(name)
+            if dirty is None:
+                dirty = self._dirty[name] = {}
+            dirty[key] = data
+            removed = self._removed.get(name)
+            if removed:
+                removed.discard(key)
         store.wrote()
 
     def remove(self, name: str, key: Any) -> None:
@@ -95,8 +99,9 @@ class DiskTables:
             return
         store = self._store
         store.txn.delete(self._key(name, key), db=self._db)
-        self._dirty.get(name, {}).pop(key, None)
-        self._removed.setdefault(name, set()).add(key)
+        if self._tracking:
+            self._dirty.get(name, {}).pop(key, None)
+            self._removed.setdefault(name, set()).add(key)
         store.wrote()
 
     def items(self, name: str) -> Iterator[tuple[Any, Any]]:
@@ -160,6 +165,7 @@ class DiskTables:
             tables.append(FrozenTable(name, "value", entries, changed, removed, _loads))
         self._held |= self._names
         self._dirty, self._removed = {}, {}
+        self._tracking = True
         return DiskSnapshot(store, tables)
 
     def close(self) -> None:

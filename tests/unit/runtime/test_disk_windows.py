@@ -111,26 +111,35 @@ def test_window_contents_live_on_the_heap_only_with_the_heap_backend(
     op = LAYOUTS[layout]()
     start(op, state_backend=backend)
     keys, per_key, size = 400, 10, 1000
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for round_ in range(per_key):
+
+    def feed(rounds: range) -> None:
+        for round_ in rounds:
             # Made here and dropped after the batch: only what the windows keep stays allocated.
             batch = [(f"k{k}", f"{k}-{round_}-".ljust(size, "x")) for k in range(keys)]
             process(op, batch, [round_ * 10] * keys)
             del batch
-        checkpoint(op, tmp_path, 1)  # what changed since the last snapshot is let go once it is written
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        feed(range(per_key // 2))  # as a job without checkpoints does
         gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
+        unchecked = tracemalloc.get_traced_memory()[0] - before
+        checkpoint(op, tmp_path, 1)
+        feed(range(per_key // 2, per_key))
+        checkpoint(op, tmp_path, 2)  # what changed since checkpoint 1 is let go once 2 is written
+        gc.collect()
+        checked = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
     contents = keys * per_key * size
     if backend == "heap":
-        assert grown > contents, "the heap layout holds every element"
+        assert unchecked > contents / 2 and checked > contents, "the heap layout holds every element"
     else:
-        assert grown < contents / 10, f"{grown} bytes of {contents} of window contents stayed on the heap"
-    results = fired(LAYOUTS[layout](), backend, checkpoint(op, tmp_path, 2))
+        for grown in (unchecked, checked):
+            assert grown < contents / 10, f"{grown} bytes of {contents} of window contents stayed on the heap"
+    results = fired(LAYOUTS[layout](), backend, checkpoint(op, tmp_path, 3))
     assert len(results) == keys
     assert all(len(elements) == per_key for elements in (r[1] if layout == "per-key" else r for r in results))
 
