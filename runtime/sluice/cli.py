@@ -186,8 +186,8 @@ def parser() -> argparse.ArgumentParser:
         "--state-backend",
         choices=["heap", "disk"],
         default="heap",
-        help="where keyed state lives: heap (memory, default) or disk (LMDB on the TaskManager's local "
-        "disk, for state larger than memory; SLUICE_STATE_DIR picks the directory)",
+        help="where keyed state and window contents live: heap (memory, default) or disk (LMDB on the "
+        "TaskManager's local disk, for state larger than memory; SLUICE_STATE_DIR picks the directory)",
     )
     run.add_argument(
         "--tolerable-checkpoint-failures",

@@ -1,4 +1,5 @@
-"""Choosing a keyed state backend by name (`sluice run --state-backend`).
+"""Choosing a keyed state backend by name (`sluice run --state-backend`), and the layout of window
+contents that goes with it.
 
 Apart from `sluice.state.keyed`, which the backends implement: the interface must not import them.
 """
@@ -6,6 +7,8 @@ Apart from `sluice.state.keyed`, which the backends implement: the interface mus
 from __future__ import annotations
 
 from sluice.state.keyed import BACKENDS, KeyedStateBackend
+from sluice.state.keyed_windows import KeyedWindowLayout, KeyedWindows
+from sluice.state.windows import AccumulatorLayout, WindowAccumulators
 
 
 def create_backend(kind: str, max_parallelism: int, owner: str) -> KeyedStateBackend:
@@ -20,3 +23,21 @@ def create_backend(kind: str, max_parallelism: int, owner: str) -> KeyedStateBac
 
         return DiskKeyedStateBackend(max_parallelism, owner)
     raise ValueError(f"unknown state backend {kind!r}: use one of {', '.join(BACKENDS)}")
+
+
+def create_window_accumulators(kind: str, owner: str) -> AccumulatorLayout:
+    """The accumulators of a tumbling or sliding window operator on backend `kind`."""
+    if kind == "disk":
+        from sluice.state.disk_windows import DiskWindowAccumulators
+
+        return DiskWindowAccumulators(owner)
+    return WindowAccumulators()
+
+
+def create_keyed_windows(kind: str, owner: str) -> KeyedWindowLayout:
+    """The windows of a session, late-firing or process window operator on backend `kind`."""
+    if kind == "disk":
+        from sluice.state.disk_windows import DiskKeyedWindows
+
+        return DiskKeyedWindows(owner)
+    return KeyedWindows()

@@ -94,7 +94,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class _Store:
+class Store:
     """The LMDB environment of one backend and its current write transaction."""
 
     def __init__(self, owner: str) -> None:
@@ -157,13 +157,15 @@ class _Store:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
-class _View:
-    """One database as the snapshot's read transaction sees it, once `DiskSnapshot.open_view` opened it."""
+class StoreView:
+    """One database as the snapshot's read transaction sees it, once `DiskSnapshot.open_view` opened it;
+    with a `prefix`, only the entries whose keys start with it (one table of `sluice.state.disk_tables`)."""
 
-    __slots__ = ("_db", "txn")
+    __slots__ = ("_db", "_prefix", "txn")
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, prefix: bytes = b"") -> None:
         self._db = db
+        self._prefix = prefix
         self.txn: Any = None
 
     def _reader(self) -> Any:
@@ -172,16 +174,31 @@ class _View:
         return self.txn
 
     def get(self, key: Any, default: Any = None) -> Any:
-        raw = self._reader().get(encode_key(key), db=self._db)
+        raw = self._reader().get(self._prefix + encode_key(key), db=self._db)
         return default if raw is None else _loads(raw)
 
     def items(self) -> Iterator[tuple[Any, Any]]:
-        for key, value in self._reader().cursor(db=self._db):
-            yield _loads(key), _loads(value)
+        prefix = self._prefix
+        if not prefix:
+            for key, value in self._reader().cursor(db=self._db):
+                yield _loads(key), _loads(value)
+            return
+        yield from prefixed_items(self._reader().cursor(db=self._db), prefix)
+
+
+def prefixed_items(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
+    """The entries of `cursor`'s database whose keys start with `prefix`, the prefix cut off, decoded."""
+    cut = len(prefix)
+    if not cursor.set_range(prefix):
+        return
+    for key, value in cursor:
+        if not key.startswith(prefix):
+            return
+        yield _loads(key[cut:]), _loads(value)
 
 
 class DiskSnapshot:
-    def __init__(self, store: _Store, tables: list[FrozenTable]) -> None:
+    def __init__(self, store: Store, tables: list[FrozenTable]) -> None:
         self._store, self.tables = store, tables
         self._txn: Any = None
         self._taken_at = store.position()
@@ -198,8 +215,8 @@ class DiskSnapshot:
         store.readers += 1
         for table in self.tables:
             view = table.entries
-            assert isinstance(view, _View)
-            view.txn = self._txn
+            if isinstance(view, StoreView):  # a table of removals only (a fired window) reads nothing
+                view.txn = self._txn
 
     def release(self) -> None:
         if not self._released:
@@ -212,7 +229,7 @@ class DiskSnapshot:
 class _Table:
     __slots__ = ("db", "dirty", "kind", "name", "removed", "store")
 
-    def __init__(self, store: _Store, name: str, kind: str) -> None:
+    def __init__(self, store: Store, name: str, kind: str) -> None:
         self.store, self.name, self.kind = store, name, kind
         self.db = store.open_db(name)
         self.dirty: dict[Any, bytes] = {}
@@ -248,7 +265,7 @@ class DiskKeyedStateBackend:
         self._encoded_key: Any = _NO_KEY
         self._encoded = b""
         self._owner = owner
-        self._store: _Store | None = None  # opened with the first declared state
+        self._store: Store | None = None  # opened with the first declared state
         self._tables: dict[str, _Table] = {}
 
     def _table(self, name: str, kind: str) -> _Table:
@@ -258,7 +275,7 @@ class DiskKeyedStateBackend:
                 raise ValueError(f"state {name!r} is declared both as {known.kind} and as {kind} state")
             return known
         if self._store is None:
-            self._store = _Store(self._owner)
+            self._store = Store(self._owner)
         table = self._tables[name] = _Table(self._store, name, kind)
         return table
 
@@ -294,7 +311,7 @@ class DiskKeyedStateBackend:
         assert store is not None, "a snapshot of a backend without state"
         frozen = []
         for t in self._tables.values():
-            frozen.append(FrozenTable(t.name, t.kind, _View(t.db), t.dirty, t.removed, _loads))
+            frozen.append(FrozenTable(t.name, t.kind, StoreView(t.db), t.dirty, t.removed, _loads))
             t.dirty, t.removed = {}, set()
         snapshot = DiskSnapshot(store, frozen)
         if view:

@@ -10,21 +10,38 @@ from the watermark, so a window restored after it fired does not fire a second t
 Snapshots work as in `sluice.state.windows`: `begin_snapshot` freezes the dict of keys (one table,
 `keyed-windows`, whose keys are the record keys, so a restore at another parallelism takes them by key
 group) and lists the keys written since the previous snapshot; while a snapshot is written, the first
-write to the dict copies it, and the first write to a key copies that key's windows.
+write to the dict copies it, and the first write to a key copies that key's windows. This is the heap
+layout; `sluice.state.disk_windows` keeps the same table in the disk backend's store.
 """
 
 from __future__ import annotations
 
 import pickle
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
-from sluice.state.keyed import FrozenTable
+from sluice.state.keyed import BackendSnapshot, FrozenTable
 
 TABLE = "keyed-windows"
 
 Window = list[Any]
 """`[start, end, contents, fired]`."""
 START, END, CONTENTS, FIRED = 0, 1, 2, 3
+
+
+class KeyedWindowLayout(Protocol):
+    """What the keyed window operator needs of its windows, on the heap (`KeyedWindows`) or on disk
+    (`sluice.state.disk_windows.DiskKeyedWindows`)."""
+
+    def get(self, key: Any) -> list[Window] | None: ...
+    def writable(self, key: Any) -> list[Window]: ...
+    def drop_if_empty(self, key: Any) -> None: ...
+    def flush(self) -> None: ...
+    def items(self) -> Iterator[tuple[Any, list[Window]]]: ...
+    def restore_frame(self, name: str, upserts: dict[Any, Any], removed: list[Any]) -> None: ...
+    def has_state(self) -> bool: ...
+    def begin_snapshot(self) -> BackendSnapshot: ...
+    def close(self) -> None: ...
 
 
 class KeyedWindows:
@@ -61,6 +78,15 @@ class KeyedWindows:
     def drop_if_empty(self, key: Any) -> None:
         if not self.by_key.get(key, True):
             del self.by_key[key]
+
+    def flush(self) -> None:
+        """Nothing to write back: the task changed the windows themselves."""
+
+    def items(self) -> Iterator[tuple[Any, list[Window]]]:
+        return iter(self.by_key.items())
+
+    def close(self) -> None:
+        """Nothing to release: the windows go with the operator."""
 
     def restore_frame(self, name: str, upserts: dict[Any, Any], removed: list[Any]) -> None:
         if name != TABLE:

@@ -17,7 +17,8 @@ keyed state is (`sluice.state.snapshots`):
 3. `release`, once the snapshot is written, thaws the windows when no other snapshot still holds them.
 
 The files are keyed state files, so restoring at another parallelism takes each window's keys by key
-group like any keyed state.
+group like any keyed state. This is the heap layout; `sluice.state.disk_windows` keeps the same tables
+in the disk backend's store, and writes the same files.
 """
 
 from __future__ import annotations
@@ -25,13 +26,35 @@ from __future__ import annotations
 import heapq
 import pickle
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from sluice.state.keyed import FrozenTable
+from sluice.state.keyed import BackendSnapshot, FrozenTable
 
 TABLE_PREFIX = "window:"
 # Accumulators of these types cannot change in place: a copied window shares them with its snapshot.
 _IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozenset, complex})
+
+
+class WindowEntries(Protocol):
+    """One window's accumulators by key, as the operator folds a batch into them."""
+
+    def get(self, key: Any, default: Any = None, /) -> Any: ...
+    def __setitem__(self, key: Any, value: Any, /) -> None: ...
+
+
+class AccumulatorLayout(Protocol):
+    """What the window operator needs of its accumulators, on the heap (`WindowAccumulators`) or on
+    disk (`sluice.state.disk_windows.DiskWindowAccumulators`)."""
+
+    def writable(self, end: int) -> WindowEntries: ...
+    def flush(self) -> None: ...
+    def fire_until(self, watermark: int) -> Iterator[tuple[int, dict[Any, Any]]]: ...
+    def restore_frame(self, name: str, upserts: dict[Any, Any], removed: list[Any]) -> None: ...
+    def restore_entries(self, end: int, entries: dict[Any, Any]) -> None: ...
+    def finish_restore(self) -> None: ...
+    def has_state(self) -> bool: ...
+    def begin_snapshot(self) -> BackendSnapshot: ...
+    def close(self) -> None: ...
 
 
 class WindowAccumulators:
@@ -61,6 +84,12 @@ class WindowAccumulators:
             self._frozen.discard(end)
         self._dirty.add(end)
         return entries
+
+    def flush(self) -> None:
+        """Nothing to write back: the task changed the windows themselves."""
+
+    def close(self) -> None:
+        """Nothing to release: the windows go with the operator."""
 
     def fire_until(self, watermark: int) -> Iterator[tuple[int, dict[Any, Any]]]:
         """Removes and yields the non-empty windows that `watermark` completes, earliest first."""

@@ -1,6 +1,7 @@
 """Session windows end to end (tests/integration/pipelines/sessions.py) against plain Python: a clean
 run of each window function, a TaskManager killed mid-run, stop without drain then resume, and a
-restore at parallelism 3 of a checkpoint taken at 2 — exactly once, on both state backends."""
+restore at parallelism 3 of a checkpoint taken at 2 — exactly once, on both state backends (and from
+one to the other)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def test_sessions_match_plain_python(kind: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sessions_exactly_once_across_a_killed_taskmanager(backend: str, tmp_path: Path) -> None:
     out, count = tmp_path / "out", 40_000
+    local = tmp_path / "local-state"
     job = SluiceJob(
         PIPELINE,
         *options(out, tmp_path / "chk", count, "--arg", "rate=10000", "--arg", "kind=process"),
@@ -88,10 +90,14 @@ def test_sessions_exactly_once_across_a_killed_taskmanager(backend: str, tmp_pat
         backend,
         "--restart-delay",
         "200ms",
+        env={"SLUICE_STATE_DIR": str(local)},
     )
     try:
         job.wait_checkpoints(2)
         assert job.get("/v1/job")["subtasks"]["finished"] == 0, "the failure must hit a running job"
+        stores = sorted(p.name for p in local.glob("sluice-state-*-sessions-*-windows-*"))
+        # On disk the sessions' contents are in each subtask's store; on the heap there is none.
+        assert len(stores) == (2 if backend == "disk" else 0), stores
         before = sum(read_output(str(out)).values())
         os.kill(job.taskmanager_pids()[1], signal.SIGKILL)
         job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
@@ -103,11 +109,24 @@ def test_sessions_exactly_once_across_a_killed_taskmanager(backend: str, tmp_pat
     assert_same_output(read_output(str(out)), reference(count, "process"))
 
 
-def test_sessions_stop_without_drain_then_resume_at_parallelism_3(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("suspended", "resumed"), [("heap", "heap"), ("disk", "disk"), ("disk", "heap")])
+def test_sessions_stop_without_drain_then_resume_at_parallelism_3(
+    suspended: str, resumed: str, tmp_path: Path
+) -> None:
+    """Also with the sessions on disk, and resumed on the other backend (a user may switch)."""
     out, sp, count = tmp_path / "out", tmp_path / "sp", 40_000
     common = options(out, tmp_path / "chk", count, "--arg", "rate=10000", "--arg", "kind=aggregate")
     # Its input lasts 10 s, so that the stop (`sluice stop`, a process of its own) comes well before its end.
-    job = ThreadJob(PIPELINE, *common, "--arg", "rate=4000", "--savepoint-dir-allow", f"file://{sp}")
+    job = ThreadJob(
+        PIPELINE,
+        *common,
+        "--arg",
+        "rate=4000",
+        "--savepoint-dir-allow",
+        f"file://{sp}",
+        "--state-backend",
+        suspended,
+    )
     try:
         job.wait_checkpoints(2)
         stop = run_cli("stop", "--address", job.rest_url(), "--savepoint-dir", f"file://{sp}")
@@ -119,9 +138,11 @@ def test_sessions_stop_without_drain_then_resume_at_parallelism_3(tmp_path: Path
     metadata = json.loads((Path(path.removeprefix("file://")) / "_metadata").read_text())
     assert operator(metadata, "sessions")["subtasks"], "open sessions were kept in the savepoint"
     expected = reference(count, "aggregate")
-    suspended = read_output(str(out))
-    assert not suspended - expected, "the suspend emitted no partial session"
-    assert sum(suspended.values()) < sum(expected.values())
-    resumed = run_thread_job(PIPELINE, *common, "--parallelism", "3", "--from-savepoint", path)
-    assert resumed.returncode == 0, resumed.stderr
+    before_resume = read_output(str(out))
+    assert not before_resume - expected, "the suspend emitted no partial session"
+    assert sum(before_resume.values()) < sum(expected.values())
+    again = run_thread_job(
+        PIPELINE, *common, "--parallelism", "3", "--from-savepoint", path, "--state-backend", resumed
+    )
+    assert again.returncode == 0, again.stderr
     assert_same_output(read_output(str(out)), expected)

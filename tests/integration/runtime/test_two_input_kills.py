@@ -72,13 +72,17 @@ def _options(out: Path, kind: str, count: int, backend: str, tmp_path: Path) -> 
 
 
 def _kill_one_taskmanager(
-    job: RestJob, check_victim: Callable[[int], None] = lambda pid: None
+    job: RestJob,
+    check_victim: Callable[[int], None] = lambda pid: None,
+    check_running: Callable[[], None] = lambda: None,
 ) -> tuple[int, str]:
     """Waits for checkpoints of the running job, SIGKILLs its second TaskManager (once `check_victim`
-    has looked at its pid); the job's exit code and the checkpoint its next attempt restored."""
+    has looked at its pid, and `check_running` at the running job); the job's exit code and the
+    checkpoint its next attempt restored."""
     try:
         job.wait_checkpoints(3)
         assert job.get("/v1/job")["state"] == "RUNNING", "the kill must hit a running job"
+        check_running()
         victim = job.taskmanager_pids()[1]
         check_victim(victim)
         os.kill(victim, signal.SIGKILL)
@@ -97,15 +101,24 @@ def _assert_rules_input_finished_in(checkpoint: str) -> None:
     assert entries["apply"].finished_inputs, "the operator records its rules input as finished"
 
 
+# The window join's windows on disk: its heap layout is the session windows' (test_session_windows).
 @pytest.mark.parametrize(
-    ("kind", "backend"), [("broadcast", "heap"), ("interval", "disk"), ("window", "heap")]
+    ("kind", "backend"), [("broadcast", "heap"), ("interval", "disk"), ("window", "disk")]
 )
 def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
     kind: str, backend: str, tmp_path: Path
 ) -> None:
-    out, count = tmp_path / "out", 12_000
-    job = SluiceJob(PIPELINE, *_options(out, kind, count, backend, tmp_path))
-    code, restored = _kill_one_taskmanager(job)
+    out, count, local = tmp_path / "out", 12_000, tmp_path / "local-state"
+    job = SluiceJob(
+        PIPELINE, *_options(out, kind, count, backend, tmp_path), env={"SLUICE_STATE_DIR": str(local)}
+    )
+
+    def windows_on_disk() -> None:
+        if kind == "window":
+            stores = list(local.glob("sluice-state-*-join-*-windows-*"))
+            assert len(stores) == 2, "each subtask's windows of the join are in its store on disk"
+
+    code, restored = _kill_one_taskmanager(job, check_running=windows_on_disk)
     assert code == 0, job.stderr
     if kind == "broadcast":
         _assert_rules_input_finished_in(restored)

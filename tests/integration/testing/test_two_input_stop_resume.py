@@ -109,15 +109,26 @@ def _stop(build: Callable[[sluice.StreamEnvironment], None], drain: bool, *optio
 
 
 def _suspend_resume_drain(
-    build: Callable[[sluice.StreamEnvironment], None], savepoints: Any, *resumed_options: str
+    build: Callable[[sluice.StreamEnvironment], None],
+    savepoints: Any,
+    *resumed_options: str,
+    both: tuple[str, ...] = (),
 ) -> str:
-    """Runs `build` to a stop without drain, resumes it and stops it with drain; the drained savepoint."""
-    suspended = _stop(build, False, "--savepoint-dir", str(savepoints))
+    """Runs `build` to a stop without drain, resumes it and stops it with drain; the drained savepoint.
+    `both`: options of both runs."""
+    suspended = _stop(build, False, "--savepoint-dir", str(savepoints), *both)
     finished = read_metadata(suspended, load_state_key()).operators
     # A suspend finishes no operator: every one resumes.
     assert not any(op.fully_finished for op in finished if op.uid not in ("dimension", "dimension-rows"))
     return _stop(
-        build, True, "--savepoint-dir", str(savepoints), "--from-savepoint", suspended, *resumed_options
+        build,
+        True,
+        "--savepoint-dir",
+        str(savepoints),
+        "--from-savepoint",
+        suspended,
+        *both,
+        *resumed_options,
     )
 
 
@@ -134,11 +145,13 @@ def _assert_terminal(
     assert [Counter(sink.records()) for sink in sinks] == before
 
 
-@pytest.mark.parametrize("join", ["interval", "window"])
-def test_a_join_suspended_resumed_and_drained_outputs_each_pair_once(join: str, tmp_path: Any) -> None:
+@pytest.mark.parametrize(("join", "backend"), [("interval", "heap"), ("window", "heap"), ("window", "disk")])
+def test_a_join_suspended_resumed_and_drained_outputs_each_pair_once(
+    join: str, backend: str, tmp_path: Any
+) -> None:
     sinks = Sinks()
     build = _join_job(join, sinks)
-    drained = _suspend_resume_drain(build, tmp_path)
+    drained = _suspend_resume_drain(build, tmp_path, both=("--state-backend", backend))
     lefts, rights = sinks.left.records(), sinks.right.records()
     # Each source went on from where it was suspended: a gap-free prefix of its records, each once.
     assert sorted(lefts) == sorted(_left(i) for i in range(len(lefts)))

@@ -1,5 +1,5 @@
 """Session windows, allowed lateness, late data and ProcessWindowFunction in KeyedWindowOperator, driven
-directly, against results computed in plain Python."""
+directly, against results computed in plain Python, with the windows on either state backend."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sluice.checkpoint.restore import restored_share
 from sluice.checkpoint.snapshot import RestoredState
 from sluice.engine.events import MAX_WATERMARK
 from sluice.engine.operators.keyed_window import KeyedWindowOperator
+from sluice.state.keyed import BACKENDS
 from sluice.state.keygroups import key_group_for, subtask_for_key_group
 from sluice.windows import EventTimeSessionWindows, TimeWindow, TumblingEventTimeWindows
 
@@ -107,37 +108,50 @@ def freeze(value: Any) -> Any:
 KINDS = ["reduce", "aggregate", "process"]
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The state backend the operators under test keep their windows in."""
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
+    kind: str = request.param
+    return kind
+
+
+def stored(op: KeyedWindowOperator) -> dict[Any, Any]:
+    """Every key's windows as the operator's state holds them."""
+    return dict(op.windows.items())
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_sessions_in_any_order_match_the_reference(kind: str) -> None:
+def test_sessions_in_any_order_match_the_reference(kind: str, backend: str) -> None:
     records = make_records(600, seed=3)
     op = session_op(kind)
-    out, ctx = start(op)
+    out, ctx = start(op, state_backend=backend)
     feed(op, records)
     assert out.events == []
     op.process_watermark(MAX_WATERMARK)
     got = Counter((freeze(v), ts) for v, ts in out.timestamped)
     assert got == expected(kind, sessions_reference(records, GAP))
     assert ctx.metrics.late_records_dropped == 0
-    assert op.windows.by_key == {}, "fired sessions without lateness leave no state"
+    assert stored(op) == {}, "fired sessions without lateness leave no state"
 
 
-def test_a_record_bridging_two_sessions_merges_them_and_their_contents() -> None:
+def test_a_record_bridging_two_sessions_merges_them_and_their_contents(backend: str) -> None:
     op = session_op("process")
-    out, _ = start(op)
+    out, _ = start(op, state_backend=backend)
     op.process_batch([("a", 1), ("a", 2)], [0, 250])  # [0, 100) and [250, 350)
-    assert len(op.windows.by_key["a"]) == 2
+    assert len(stored(op)["a"]) == 2
     op.process_batch([("a", 3)], [120])  # [120, 220) touches neither... but 220 < 250: still apart
-    assert len(op.windows.by_key["a"]) == 3
+    assert len(stored(op)["a"]) == 3
     op.process_batch([("a", 4)], [100])  # [100, 200) touches [0, 100) and overlaps [120, 220)
     op.process_batch([("a", 5)], [200])  # [200, 300): bridges [0, 220) and [250, 350)
-    assert [w[:2] for w in op.windows.by_key["a"]] == [[0, 350]]
+    assert [w[:2] for w in stored(op)["a"]] == [[0, 350]]
     op.process_watermark(MAX_WATERMARK)
     assert out.timestamped == [(("a", 0, 350, [1, 2, 3, 4, 5]), 349)]
 
 
-def test_watermarks_fire_sessions_once_their_gap_has_passed() -> None:
+def test_watermarks_fire_sessions_once_their_gap_has_passed(backend: str) -> None:
     op = session_op("reduce")
-    out, _ = start(op)
+    out, _ = start(op, state_backend=backend)
     op.process_batch([("a", 1), ("b", 1), ("a", 1)], [0, 50, 90])
     op.process_watermark(148)
     assert out.records == []
@@ -149,9 +163,9 @@ def test_watermarks_fire_sessions_once_their_gap_has_passed() -> None:
     assert len(out.records) == 2
 
 
-def test_late_record_within_lateness_fires_again_and_past_it_goes_to_the_side_output() -> None:
+def test_late_record_within_lateness_fires_again_and_past_it_goes_to_the_side_output(backend: str) -> None:
     op = session_op("reduce", lateness=500, late_tag="late")
-    out, ctx = start(op)
+    out, ctx = start(op, state_backend=backend)
     op.process_batch([("a", 1)], [0])  # [0, 100)
     op.process_watermark(200)
     assert out.timestamped == [(("a", 1), 99)]
@@ -161,7 +175,7 @@ def test_late_record_within_lateness_fires_again_and_past_it_goes_to_the_side_ou
     assert out.timestamped[-1] == (("a", 111), 179)
     assert ctx.metrics.late_records_refired == 2
     op.process_watermark(679)  # 179 + 500: the session is cleaned up
-    assert op.windows.by_key == {}
+    assert stored(op) == {}
     op.process_batch([("a", 1000)], [60])  # too late for any session: side output, nothing fires
     assert out.side == {"late": [(("a", 1000), 60)]}
     assert ctx.metrics.late_records_side_output == 1
@@ -169,9 +183,9 @@ def test_late_record_within_lateness_fires_again_and_past_it_goes_to_the_side_ou
     assert len(out.records) == 3
 
 
-def test_without_lateness_a_record_of_a_fired_session_is_dropped_and_counted() -> None:
+def test_without_lateness_a_record_of_a_fired_session_is_dropped_and_counted(backend: str) -> None:
     op = session_op("aggregate")
-    out, ctx = start(op)
+    out, ctx = start(op, state_backend=backend)
     op.process_batch([("a", 1)], [0])
     op.process_watermark(100)
     op.process_batch([("a", 1)], [0])
@@ -182,7 +196,7 @@ def test_without_lateness_a_record_of_a_fired_session_is_dropped_and_counted() -
     assert out.records == [(1, 1), (2, 1)]
 
 
-def test_tumbling_windows_with_lateness_and_a_process_function() -> None:
+def test_tumbling_windows_with_lateness_and_a_process_function(backend: str) -> None:
     op = KeyedWindowOperator(
         "tumbling",
         TumblingEventTimeWindows.of_millis(1000),
@@ -190,7 +204,7 @@ def test_tumbling_windows_with_lateness_and_a_process_function() -> None:
         process=Describe(),
         allowed_lateness_ms=1000,
     )
-    out, ctx = start(op)
+    out, ctx = start(op, state_backend=backend)
     op.process_batch([("a", 1), ("a", 2), ("b", 3)], [10, 999, 1500])
     op.process_watermark(1200)
     assert out.timestamped == [(("a", 0, 1000, [1, 2]), 999)]
@@ -198,7 +212,7 @@ def test_tumbling_windows_with_lateness_and_a_process_function() -> None:
     assert out.timestamped[-1] == (("a", 0, 1000, [1, 2, 5]), 999)
     op.process_watermark(1999)  # b's [1000, 2000) fires; a's [0, 1000) is cleaned up
     assert out.timestamped[-1] == (("b", 1000, 2000, [3]), 1999)
-    assert "a" not in op.windows.by_key
+    assert "a" not in stored(op)
     op.process_batch([("a", 7)], [999])
     assert ctx.metrics.late_records_dropped == 1
 
@@ -210,9 +224,12 @@ def run_through(op: KeyedWindowOperator, records: list[tuple[Record, int]]) -> N
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("written", "restored"), [(a, b) for a in BACKENDS for b in BACKENDS])
 def test_snapshot_and_restore_at_another_parallelism_gives_the_same_results(
-    kind: str, tmp_path: Path
+    kind: str, written: str, restored: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A snapshot of either backend restores into either (a job may switch backends between runs)."""
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
     records = make_records(500, seed=11)
     first = [r for r in records if r[1] < 10_000]
     rest = [r for r in records if r[1] >= 9_000]  # some fall into sessions that fired: lateness
@@ -223,11 +240,13 @@ def test_snapshot_and_restore_at_another_parallelism_gives_the_same_results(
     run_through(whole, rest)
 
     before = session_op(kind, lateness=3000)
-    before_out, _ = start(before)
+    before_out, _ = start(before, state_backend=written)
     feed(before, first)
     before.process_watermark(9_500)
     snapshot = before.snapshot_state(checkpoint_id=1)
-    assert snapshot is not None
+    assert snapshot is not None and snapshot.deferred is not None
+    # As the task does before it processes the next record: a full snapshot's view is readable now.
+    snapshot.deferred.snapshot.open_view()
     emitted = len(before_out.timestamped)
     # Writes while the snapshot is held (one into a fired session): copy-on-write keeps them out of it.
     before.process_batch([(r[0], 1000) for r, _ in first[:50]], [ts for _, ts in first[:50]])
@@ -238,7 +257,7 @@ def test_snapshot_and_restore_at_another_parallelism_gives_the_same_results(
         share = restored_share(metadata, "sessions", subtask, 3, 128)
         assert isinstance(share, RestoredState)
         after = session_op(kind, lateness=3000)
-        after_out, _ = start(after, restored=share, subtask=subtask, parallelism=3)
+        after_out, _ = start(after, restored=share, subtask=subtask, parallelism=3, state_backend=restored)
         mine = [r for r in rest if subtask_for_key_group(key_group_for(r[0][0], 128), 128, 3) == subtask]
         # Restored, the operator's watermark starts low again: sessions that fired before the snapshot
         # must not fire a second time when the first watermark comes.

@@ -1,5 +1,6 @@
 """Window state snapshots: copy-on-write while a snapshot is written, only changed windows in an
-incremental checkpoint, fired windows removed by the delta that follows, restore from chains."""
+incremental checkpoint, fired windows removed by the delta that follows, restore from chains; with the
+windows on either state backend."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sluice.engine.operators.window import WindowOperator
 from sluice.functions import AggregateFunction
 from sluice.state import snapshots
 from sluice.state.chain_files import KeyedFile, read_frames
+from sluice.state.keyed import BACKENDS
 from sluice.state.keygroups import key_group_for, key_group_range
 from sluice.state.snapshots import ChainShare, DeferredKeyed, KeyedWrite
 from sluice.state.windows import window_end
@@ -82,43 +84,56 @@ class Checkpoints:
         return {name for name, _, upserts, removed in read_frames(uri, newest.sha256) if upserts or removed}
 
 
-def results_after_restore(share: RestoredState, subtask: int = 0, parallelism: int = 1) -> list[Any]:
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The state backend the operators under test keep their windows in."""
+    monkeypatch.setenv("SLUICE_STATE_DIR", str(tmp_path / "local-state"))
+    kind: str = request.param
+    return kind
+
+
+def results_after_restore(
+    share: RestoredState, backend: str, subtask: int = 0, parallelism: int = 1
+) -> list[Any]:
     op = summing()
-    out, _ = start(op, restored=share, subtask=subtask, parallelism=parallelism)
+    out, _ = start(op, restored=share, subtask=subtask, parallelism=parallelism, state_backend=backend)
     op.process_watermark(MAX_WATERMARK)
     return sorted(out.timestamped)
 
 
-def test_records_after_a_snapshot_began_do_not_reach_it() -> None:
+def test_records_after_a_snapshot_began_do_not_reach_it(backend: str) -> None:
     op = summing()
-    start(op)
+    out, _ = start(op, state_backend=backend)
     op.process_batch([("a", 1), ("b", 2)], [10, 20])
     snap = op.snapshot_state(1)
     assert snap is not None and snap.deferred is not None
+    snap.deferred.snapshot.open_view()  # as planning a full snapshot does, before the next record
     op.process_batch([("a", 100), ("c", 5)], [30, 40])  # same window, while the snapshot is "written"
     (table,) = snap.deferred.snapshot.tables
-    assert dict(table.entries) == {"a": ("a", 1), "b": ("b", 2)}
+    assert dict(table.entries.items()) == {"a": ("a", 1), "b": ("b", 2)}
     snap.deferred.snapshot.release()
     op.process_batch([("a", 1000)], [50])
-    assert op.accumulators.windows[1000] == {"a": ("a", 1101), "b": ("b", 2), "c": ("c", 5)}
+    op.process_watermark(MAX_WATERMARK)
+    assert sorted(out.records) == [("a", 1101), ("b", 2), ("c", 5)]
 
 
-def test_an_accumulator_changed_in_place_after_a_snapshot_began_is_a_copy() -> None:
+def test_an_accumulator_changed_in_place_after_a_snapshot_began_is_a_copy(backend: str) -> None:
     op = WindowOperator("win", TUMBLING, lambda r: r[0], aggregate=Collecting())
-    out, _ = start(op)
+    out, _ = start(op, state_backend=backend)
     op.process_batch([("a", 1)], [10])
     snap = op.snapshot_state(1)
     assert snap is not None and snap.deferred is not None
+    snap.deferred.snapshot.open_view()
     op.process_batch([("a", 2)], [20])
     op.process_watermark(MAX_WATERMARK)  # fires the window while the snapshot still holds it
     (table,) = snap.deferred.snapshot.tables
-    assert dict(table.entries) == {"a": [1]}
+    assert dict(table.entries.items()) == {"a": [1]}
     assert out.timestamped == [([1, 2], 999)]
 
 
-def test_an_incremental_checkpoint_writes_only_the_windows_that_changed(tmp_path: Path) -> None:
+def test_an_incremental_checkpoint_writes_only_the_windows_that_changed(tmp_path: Path, backend: str) -> None:
     op = summing()
-    start(op)
+    start(op, state_backend=backend)
     cps = Checkpoints(tmp_path, op)
     op.process_batch([(f"k{i}", 1) for i in range(300)], [10] * 300)
     op.process_batch([(f"k{i}", 1) for i in range(300)], [1010] * 300)
@@ -130,15 +145,15 @@ def test_an_incremental_checkpoint_writes_only_the_windows_that_changed(tmp_path
     assert len(cps.chains[2]) == 2 and not cps.chains[2][1].full
     assert cps.tables_in(2) == {"window:2000"}
     assert second.written < first.written * 0.6  # one window of two, the header besides
-    assert results_after_restore(cps.restored(2)) == sorted(
+    assert results_after_restore(cps.restored(2), backend) == sorted(
         [((f"k{i}", 1), 999) for i in range(300)]
         + [((f"k{i}", 6 if i == 1 else 1), 1999) for i in range(300)]
     )
 
 
-def test_a_window_fired_after_a_checkpoint_is_removed_by_the_next_one(tmp_path: Path) -> None:
+def test_a_window_fired_after_a_checkpoint_is_removed_by_the_next_one(tmp_path: Path, backend: str) -> None:
     op = summing()
-    out, _ = start(op)
+    out, _ = start(op, state_backend=backend)
     cps = Checkpoints(tmp_path, op)
     op.process_batch([("a", 1), ("b", 2)], [10, 1500])
     cps.take(1)
@@ -146,14 +161,14 @@ def test_a_window_fired_after_a_checkpoint_is_removed_by_the_next_one(tmp_path: 
     assert out.timestamped == [(("a", 1), 999)]
     cps.take(2)
     # Restoring the delta must not fire the window ending at 1000 again: its output is already out.
-    assert results_after_restore(cps.restored(2)) == [(("b", 2), 1999)]
+    assert results_after_restore(cps.restored(2), backend) == [(("b", 2), 1999)]
 
 
 def test_a_fired_window_is_removed_even_if_the_checkpoint_that_recorded_it_did_not_complete(
-    tmp_path: Path,
+    tmp_path: Path, backend: str
 ) -> None:
     op = summing()
-    out, _ = start(op)
+    out, _ = start(op, state_backend=backend)
     cps = Checkpoints(tmp_path, op)
     op.process_batch([("a", 1)], [10])
     cps.take(1)
@@ -163,12 +178,14 @@ def test_a_fired_window_is_removed_even_if_the_checkpoint_that_recorded_it_did_n
     op.process_batch([("b", 7)], [1200])
     cps.take(3)  # the window is no table of this snapshot: only checkpoint 2's changes name it
     assert [f.full for f in cps.chains[3]] == [True, False], "a delta on checkpoint 1's full snapshot"
-    assert results_after_restore(cps.restored(3)) == [(("b", 7), 1999)]
+    assert results_after_restore(cps.restored(3), backend) == [(("b", 7), 1999)]
 
 
-def test_restore_of_a_chain_at_another_parallelism_keeps_each_subtasks_keys(tmp_path: Path) -> None:
+def test_restore_of_a_chain_at_another_parallelism_keeps_each_subtasks_keys(
+    tmp_path: Path, backend: str
+) -> None:
     op = summing()
-    start(op)
+    start(op, state_backend=backend)
     cps = Checkpoints(tmp_path, op)
     keys = [f"k{i}" for i in range(60)]
     op.process_batch([(k, 1) for k in keys], [100] * len(keys))
@@ -179,7 +196,7 @@ def test_restore_of_a_chain_at_another_parallelism_keeps_each_subtasks_keys(tmp_
     combined: list[Any] = []
     for subtask in range(3):
         groups = key_group_range(subtask, 128, 3)
-        results = results_after_restore(cps.restored(2, groups), subtask, 3)
+        results = results_after_restore(cps.restored(2, groups), backend, subtask, 3)
         assert all(key_group_for(r[0][0], 128) in groups for r in results)
         combined.extend(results)
     assert sorted(combined) == sorted(((k, 2), 1999) for k in keys[:20])
@@ -192,14 +209,14 @@ def test_a_table_that_is_not_a_window_is_refused_on_restore(name: str) -> None:
 
 
 def test_a_snapshot_triggered_after_a_completion_it_has_not_heard_of_yet_extends_that_chain(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     """The notice of a completion reaches a subtask on its own connection, and may come after the next
     checkpoint's barrier. Once checkpoint 3 completed, the coordinator keeps its files and deletes the
     others (one retained checkpoint): checkpoint 4 must not be a delta on the chain of checkpoint 2."""
     monkeypatch.setattr(snapshots, "MAX_CHAIN", 1)  # checkpoint 3 cuts the chain with a full snapshot
     op = summing()
-    start(op)
+    start(op, state_backend=backend)
     cps = Checkpoints(tmp_path, op)
     op.process_batch([("a", 1)], [10])
     cps.take(1)
@@ -215,16 +232,16 @@ def test_a_snapshot_triggered_after_a_completion_it_has_not_heard_of_yet_extends
     for file in shared.iterdir():  # what the coordinator collects once checkpoint 3 completed
         if file.name not in {f.name for f in cps.chains[3]} and "-4-" not in file.name:
             file.unlink()
-    assert results_after_restore(cps.restored(4)) == sorted(
+    assert results_after_restore(cps.restored(4), backend) == sorted(
         [(("a", 2), 999), (("b", 1), 999)] + [((f"k{i}", 1), 1999) for i in range(200)]
     )
 
 
-def test_after_a_checkpoint_without_windows_the_next_one_is_full(tmp_path: Path) -> None:
+def test_after_a_checkpoint_without_windows_the_next_one_is_full(tmp_path: Path, backend: str) -> None:
     """A checkpoint with nothing open writes no files: its chain ends, and the coordinator may delete
     the files of earlier checkpoints once it completes."""
     op = summing()
-    start(op)
+    start(op, state_backend=backend)
     cps = Checkpoints(tmp_path, op)
     op.process_batch([("a", 1)], [10])
     cps.take(1)

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.engine.context import OperatorContext
 from sluice.engine.events import MIN_WATERMARK
-from sluice.engine.operators.base import StreamOperator
+from sluice.engine.operators.base import Output, StreamOperator
 from sluice.functions import AggregateFunction, ProcessWindowFunction
-from sluice.state.keyed_windows import CONTENTS, END, FIRED, START, KeyedWindows, Window
+from sluice.state.backends import create_keyed_windows
+from sluice.state.keyed_windows import CONTENTS, END, FIRED, START, KeyedWindowLayout, KeyedWindows, Window
 from sluice.state.snapshots import ChangeLog, DeferredKeyed
 from sluice.windows import EventTimeSessionWindows, TimeWindow, WindowAssigner, window_ends
 
@@ -56,7 +58,7 @@ class KeyedWindowOperator(StreamOperator):
         self.process_fn = process
         self.lateness = allowed_lateness_ms
         self.late_tag = late_tag
-        self.windows = KeyedWindows()
+        self.windows: KeyedWindowLayout = KeyedWindows()
         self.watermark = MIN_WATERMARK
         self._changes = ChangeLog()
         self._due: dict[Any, int] = {}
@@ -69,13 +71,20 @@ class KeyedWindowOperator(StreamOperator):
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
+    def setup(self, ctx: OperatorContext, output: Output) -> None:
+        super().setup(ctx, output)
+        backend = ctx.keyed_backend
+        if backend is not None and backend.kind != "heap":
+            # The windows' contents go where the job keeps keyed state: on disk, the TaskManager's store.
+            self.windows = create_keyed_windows(backend.kind, f"{self.uid}-{ctx.subtask_index}-windows")
+
     def initialize_state(self, restored: RestoredState | None) -> None:
         if restored is None:
             return
         for chain in restored.keyed_chains:
             for name, _kind, upserts, removed in chain.frames():
                 self.windows.restore_frame(name, upserts, removed)
-        for key, windows in self.windows.by_key.items():
+        for key, windows in self.windows.items():
             self._schedule(key, windows)
 
     def open(self) -> None:
@@ -95,7 +104,10 @@ class KeyedWindowOperator(StreamOperator):
             if self.process_fn is not None:
                 self.process_fn.close()
         finally:
-            self._changes.close()
+            try:
+                self._changes.close()
+            finally:
+                self.windows.close()  # on disk, the store's files go
 
     # -- records ----------------------------------------------------------------------------------------
 
@@ -114,6 +126,7 @@ class KeyedWindowOperator(StreamOperator):
                 late.append(value)
                 late_ts.append(ts)
         self._flush()
+        self.windows.flush()
         if late:
             self._late(late, late_ts)
 
@@ -252,6 +265,7 @@ class KeyedWindowOperator(StreamOperator):
             del due[key]
             self._advance_key(key, timestamp)
         self._flush()
+        self.windows.flush()
         self.output.emit_watermark(timestamp)
 
     def _advance_key(self, key: Any, watermark: int) -> None:

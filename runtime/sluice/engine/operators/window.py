@@ -1,9 +1,11 @@
 """Keyed event-time windows with incremental reduce or aggregate.
 
 Accumulators live in `sluice.state.windows.WindowAccumulators`, one dict per window end, with a heap of
-the ends that tells which windows the next watermark fires. Every record is folded into its accumulator
-at once, so a window holds one value per key. Checkpoints freeze the windows (copy-on-write) and write
-them from another thread, only those that changed since the previous checkpoint.
+the ends that tells which windows the next watermark fires; with the disk state backend, in
+`sluice.state.disk_windows.DiskWindowAccumulators`, the same layout in the TaskManager's LMDB store.
+Every record is folded into its accumulator at once, so a window holds one value per key. Checkpoints
+freeze the windows (copy-on-write) and write them from another thread, only those that changed since
+the previous checkpoint.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.engine.context import OperatorContext
 from sluice.engine.events import MIN_WATERMARK
-from sluice.engine.operators.base import StreamOperator
+from sluice.engine.operators.base import Output, StreamOperator
 from sluice.functions import AggregateFunction
+from sluice.state.backends import create_window_accumulators
 from sluice.state.snapshots import ChangeLog, DeferredKeyed
-from sluice.state.windows import WindowAccumulators
+from sluice.state.windows import AccumulatorLayout, WindowAccumulators
 from sluice.windows import FixedWindowAssigner, TumblingEventTimeWindows, window_ends
 
 _MISSING = object()
@@ -40,9 +44,16 @@ class WindowOperator(StreamOperator):
         self.key_selector = key_selector
         self.reduce_fn = reduce
         self.aggregate = aggregate
-        self.accumulators = WindowAccumulators()
+        self.accumulators: AccumulatorLayout = WindowAccumulators()
         self._changes = ChangeLog()
         self.watermark = MIN_WATERMARK
+
+    def setup(self, ctx: OperatorContext, output: Output) -> None:
+        super().setup(ctx, output)
+        backend = ctx.keyed_backend
+        if backend is not None and backend.kind != "heap":
+            owner = f"{self.uid}-{ctx.subtask_index}-windows"
+            self.accumulators = create_window_accumulators(backend.kind, owner)
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         if restored is None:
@@ -67,6 +78,7 @@ class WindowOperator(StreamOperator):
             self._reduce_tumbling(values, timestamps)
         else:
             self._generic(values, timestamps)
+        self.accumulators.flush()
 
     def _reduce_tumbling(self, values: list[Any], timestamps: list[int]) -> None:
         # The hot path of most jobs: one window per record, plain reduce.
@@ -158,5 +170,8 @@ class WindowOperator(StreamOperator):
         self._changes.confirm(checkpoint_id)
 
     def close(self) -> None:
-        self._changes.close()
-        super().close()
+        try:
+            self._changes.close()
+        finally:
+            self.accumulators.close()  # on disk, the store's files go
+            super().close()
