@@ -223,8 +223,9 @@ class StreamJobSpec(CamelModel):
     state_backend: StateBackend = Field(
         default=StateBackend.HEAP,
         description=(
-            "Where keyed state lives in a TaskManager: heap (memory) or disk (on the TaskManager's local "
-            "disk, for state larger than memory). Changing it restarts the job with its upgrade mode."
+            "Where keyed state and window contents live in a TaskManager: heap (memory) or disk (on the "
+            "TaskManager's local disk, for state larger than memory). Changing it restarts the job with "
+            "its upgrade mode."
         ),
     )
 
