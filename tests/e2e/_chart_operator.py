@@ -6,6 +6,7 @@ deleting its pod; its metrics are read through the API server's pod proxy.
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
@@ -90,7 +91,11 @@ class ChartOperator:
         self.kube.wait_for("pods", lambda pods: not pods["items"], namespace=self.namespace, timeout=60)
 
     def stop(self) -> None:
-        self.kube.helm("uninstall", self.release, "--wait", namespace=self.namespace, check=False)
+        self.uninstall()
+
+    def uninstall(self) -> subprocess.CompletedProcess[str]:
+        """`helm uninstall --wait` of the release; what helm said, whether it worked or not."""
+        return self.kube.helm("uninstall", self.release, "--wait", namespace=self.namespace, check=False)
 
     def logs(self, lines: int = 80) -> str:
         if self.kubelet is not None:

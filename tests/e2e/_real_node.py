@@ -36,6 +36,10 @@ CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "k8s-cluster.sh"
 IMAGE_SCRIPT = REPO_ROOT / "scripts" / "build-image.sh"
 IMAGE = "sluice:dev"
 RELEASE = "sluice"
+"""The prefix of each test's Helm release: `sluice-<namespace's suffix>`. The chart's cluster-scoped
+objects (the CRD ClusterRole and its binding) are named after the release, so a release that outlives
+its test (a module's, while pytest-xdist runs another module's test on the same worker; or one whose
+uninstall failed) cannot block the next install."""
 NODE_IP = "10.250.0.2"
 S3_PORT = 9000
 """A port of the node's network namespace, where nothing else listens."""
@@ -134,16 +138,34 @@ def restricted_release(node: RealNode) -> Iterator[E2ECluster]:
     """The chart installed into a fresh namespace that enforces the `restricted` Pod Security level, with
     a bucket of its own; the operator is not started (`.operator.start()` runs `helm install`)."""
     kube = node.kube
-    namespace = f"node-{uuid.uuid4().hex[:6]}"
+    suffix = uuid.uuid4().hex[:6]
+    namespace = f"node-{suffix}"
     kube.kubectl("create", "namespace", namespace)
     kube.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
     storage = E2EStorage(node.s3_endpoint, f"node-{uuid.uuid4().hex[:12]}")
     storage.filesystem().mkdir(storage.bucket)
-    chart = ChartOperator(kube, storage, namespace, RELEASE, cluster_wide=False)
+    chart = ChartOperator(kube, storage, namespace, f"{RELEASE}-{suffix}", cluster_wide=False)
     cluster = E2ECluster(kube, None, chart, storage, namespace)
     try:
         yield cluster
     finally:
         cluster.kubectl("delete", "streamjobs", "--all", "--timeout=90s", check=False)
-        chart.stop()
+        uninstall = chart.uninstall()
         kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        _no_cluster_objects_left(kube, chart.release, uninstall)
+
+
+def _no_cluster_objects_left(
+    kube: KubeEnv, release: str, uninstall: subprocess.CompletedProcess[str]
+) -> None:
+    """Fails the test whose release `helm uninstall` did not take away entirely (with what helm said),
+    after deleting what is left, so that the one test reports it and the next ones start clean."""
+    selector = f"app.kubernetes.io/instance={release}"
+    left = kube.kubectl("get", "clusterroles,clusterrolebindings", "-l", selector, "-o", "name", check=False)
+    names = left.stdout.split()
+    if names:
+        kube.kubectl("delete", *names, "--ignore-not-found", check=False)
+        raise RuntimeError(
+            f"helm uninstall {release} left {names} (exit {uninstall.returncode}):\n"
+            f"{uninstall.stdout}{uninstall.stderr}"
+        )

@@ -74,7 +74,9 @@ def test_bounded_job_on_a_real_node_in_a_restricted_namespace(restricted_release
 
     (operator_pod,) = e2e.items("pods", "app.kubernetes.io/name=sluice-operator")
     assert operator_pod["status"]["phase"] == "Running"
-    assert operator_pod["spec"]["serviceAccountName"] == f"{RELEASE}-sluice-operator"
+    release = operator_pod["metadata"]["labels"]["app.kubernetes.io/instance"]
+    assert release.startswith(f"{RELEASE}-"), release
+    assert operator_pod["spec"]["serviceAccountName"] == f"{release}-sluice-operator"
 
     manifest = yaml.safe_load(BOUNDED.read_text())
     name, records = manifest["metadata"]["name"], int(manifest["spec"]["pipeline"]["args"]["n"])
