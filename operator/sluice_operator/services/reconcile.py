@@ -18,26 +18,27 @@ from .act.auth import JobSecretError
 from .act.execute import execute
 from .act.record import record_degraded, record_status
 from .clients.deps import Deps
+from .common.objects import StreamJobObject
 from .common.observed import Observed
 from .common.outcome import Outcome
 from .common.plan import Plan
 from .decide.job import cannot_decide, decide, prerequisites
-from .observe.gather import gather, generation_of, owner_of, read_status
+from .observe.gather import gather
 from .observe.validate import InvalidSpecError, refuse_escalations, require_storage, streamjob_spec
 
 log = logging.getLogger(__name__)
 
 
 async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name: str) -> Outcome:
-    job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, namespace, name)
-    if job is None or job["metadata"].get("deletionTimestamp"):
+    obj = await deps.kube.get_custom(c.STREAMJOB_PLURAL, namespace, name)
+    job = StreamJobObject.parse(obj) if obj is not None else None
+    if job is None or job.meta.deleting:
         return Outcome()
-    owner = owner_of(job)
-    old: dict[str, Any] = dict(job.get("status") or {})
+    owner, old = job.owner, job.recorded
     now_ms = int(time.time() * 1000)
-    degraded = _Degraded(deps, owner, old, read_status(job), generation_of(job), now_ms)
+    degraded = _Degraded(deps, owner, old, job.status, job.meta.generation, now_ms)
     try:
-        spec = streamjob_spec(job.get("spec"))
+        spec = streamjob_spec(job.spec)
         refuse_escalations(spec, config.allow_privileged_pods)
         require_storage(spec, config)
     except InvalidSpecError as problem:

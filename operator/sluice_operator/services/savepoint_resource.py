@@ -9,6 +9,7 @@ from sluice_operator.models import constants as c
 
 from .act.execute import execute
 from .clients.deps import Deps
+from .common.objects import StreamJobObject
 from .common.observed import Observed
 from .common.outcome import Finalized
 from .common.plan import DisposeSavepointFiles, Plan
@@ -24,7 +25,7 @@ async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> bool:
     view = savepoint_view(savepoint, None)
     if view.status.state.terminal or view.deleting:
         return False
-    namespace = savepoint["metadata"]["namespace"]
+    namespace = view.namespace
     job_exists = (
         view.spec is not None
         and await deps.kube.get_custom(c.STREAMJOB_PLURAL, namespace, view.spec.job_name) is not None
@@ -32,13 +33,13 @@ async def reconcile_savepoint(deps: Deps, savepoint: Obj) -> bool:
     plan = fail_alone(view, namespace, job_exists=job_exists)
     if plan is None:
         return False
-    await execute(deps, Observed(), plan, _no_job(savepoint))
+    await execute(deps, Observed(), plan, _no_job(namespace))
     return True
 
 
-def _no_job(savepoint: Obj) -> Owner:
+def _no_job(namespace: str) -> Owner:
     """Where a Savepoint's own plan is executed: its namespace, with no StreamJob to act for."""
-    return Owner(name="", namespace=savepoint["metadata"]["namespace"], uid="")
+    return Owner(name="", namespace=namespace, uid="")
 
 
 async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) -> Finalized:
@@ -51,7 +52,7 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
     view = savepoint_view(savepoint, None)
     if view.spec is None or not view.spec.dispose_on_delete:
         return Finalized(True)
-    ns = savepoint["metadata"]["namespace"]
+    ns = view.namespace
     job = await deps.kube.get_custom(c.STREAMJOB_PLURAL, ns, view.spec.job_name)
     if job is not None and view.status.trigger_id and not view.status.state.terminal:
         return Finalized(False, f"savepoint {view.name} is in progress; its files go once it has ended")
@@ -61,12 +62,12 @@ async def dispose_savepoint(deps: Deps, config: OperatorConfig, savepoint: Obj) 
     spec = None
     if job is not None:
         try:
-            spec = streamjob_spec(job.get("spec"))
+            spec = streamjob_spec(StreamJobObject.parse(job).spec)
         except InvalidSpecError:
             spec = None
     storage = await job_storage(deps, config, ns, spec, path)
-    dispose = DisposeSavepointFiles(view.name, path, savepoint["metadata"].get("uid"))
-    await execute(deps, Observed(), Plan(actions=[dispose]), _no_job(savepoint), storage=storage)
+    dispose = DisposeSavepointFiles(view.name, path, view.uid)
+    await execute(deps, Observed(), Plan(actions=[dispose]), _no_job(ns), storage=storage)
     return Finalized(True)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from sluice_operator.models import SavepointSpec
 from sluice_operator.services.common._time import rfc3339 as _at
+from sluice_operator.services.common.objects import ObjectMeta
 from sluice_operator.services.common.observed import Observed, SavepointView
 from sluice_operator.services.common.plan import (
     CreateSavepoint,
@@ -188,8 +189,8 @@ DELETED_AT = "2023-11-14T22:13:20Z"  # 1_700_000_000 s
 
 def test_the_deletion_savepoint_is_named_after_the_deletion_time_not_the_generation() -> None:
     job = {"metadata": {"generation": 7, "deletionTimestamp": DELETED_AT}}
-    assert deletion_stamp(job) == 1_700_000_000
-    assert deletion_stamp({"metadata": {"generation": 7}}) == 7
+    assert deletion_stamp(ObjectMeta.parse(job)) == 1_700_000_000
+    assert deletion_stamp(ObjectMeta.parse({"metadata": {"generation": 7}})) == 7
 
 
 def _deleting(views: list[SavepointView], *, state: str = "RUNNING") -> tuple[bool, Plan]:

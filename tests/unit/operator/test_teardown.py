@@ -19,7 +19,7 @@ from sluice_operator.services.decide.deletion import teardown
 
 from ._fixtures import CONFIG, OWNER
 
-_EXECUTOR = {"metadata": {"name": "counts-taskmanager-1"}}
+_EXECUTOR = "counts-taskmanager-1"  # an executor pod left over
 
 
 class _Deleting:

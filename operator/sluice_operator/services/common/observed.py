@@ -101,6 +101,7 @@ class SavepointView:
     uid: str | None = None
     deleting: bool = False  # has a deletionTimestamp: its finalizer is disposing of it
     finalized: bool = True  # carries the operator's finalizer (what disposeOnDelete relies on)
+    namespace: str = ""
 
 
 @dataclass

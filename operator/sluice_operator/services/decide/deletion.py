@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from sluice_operator import manifests as m
 from sluice_operator.models import OperatorConfig, RunState, SavepointKind, SavepointState, StopMode
@@ -23,9 +22,10 @@ def coordinator_first(owner: m.Owner, savepoints: Sequence[SavepointView]) -> Pl
     return Plan(actions=[*first, DeleteOwned("Pod", m.coordinator_name(owner.name))])
 
 
-def teardown(config: OperatorConfig, owner: m.Owner, pods: Sequence[Mapping[str, Any]]) -> Plan:
-    """Deleting everything the job's runs made, once its coordinator (which makes executor pods) is gone."""
-    owned = [("Pod", pod["metadata"]["name"]) for pod in pods]
+def teardown(config: OperatorConfig, owner: m.Owner, pods: Sequence[str]) -> Plan:
+    """Deleting everything the job's runs made, once its coordinator (which makes executor pods) is gone:
+    the job's remaining `pods` (their names), then what it made once."""
+    owned = [("Pod", pod) for pod in pods]
     owned += [
         ("Service", m.rest_service_name(owner.name)),
         ("ConfigMap", m.config_map_name(owner.name)),

@@ -9,31 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sluice_operator import manifests as m
-from sluice_operator.kube import Obj
-from sluice_operator.models import OperatorConfig, StreamJobSpec, StreamJobStatus
+from sluice_operator.models import OperatorConfig, StreamJobSpec
 
 from ..clients.deps import Deps
 from ..clients.storage import Storage, storage_options
 from ..common.context import JobContext
+from ..common.objects import StreamJobObject
 from ..common.observed import Observed
 from .job import observe_job
-
-
-def owner_of(job: Obj) -> m.Owner:
-    meta = job["metadata"]
-    return m.Owner(name=meta["name"], namespace=meta["namespace"], uid=meta["uid"])
-
-
-def generation_of(job: Obj) -> int:
-    return int(job["metadata"].get("generation") or 0)
-
-
-def read_status(job: Obj) -> StreamJobStatus:
-    """The recorded status; one that does not parse counts as none (the operator writes it anew)."""
-    try:
-        return StreamJobStatus.model_validate(job.get("status") or {})
-    except ValueError:
-        return StreamJobStatus()
 
 
 async def job_storage(
@@ -63,7 +46,7 @@ class Gathered:
 async def gather(
     deps: Deps,
     config: OperatorConfig,
-    job: Obj,
+    job: StreamJobObject,
     spec: StreamJobSpec,
     *,
     rest_token: str | None,
@@ -72,8 +55,7 @@ async def gather(
     new_job_id: str,
 ) -> Gathered:
     """Observe the job whose valid `spec` was read from `job`, and the context to decide on it in."""
-    owner = owner_of(job)
-    status = read_status(job)
+    owner, status = job.owner, job.status
     checkpoint_dir = m.checkpoint_dir(spec, owner, config)
     storage = await job_storage(deps, config, owner.namespace, spec, checkpoint_dir, state_key=state_key)
     obs = await observe_job(
@@ -87,7 +69,7 @@ async def gather(
     )
     ctx = JobContext(
         owner=owner,
-        generation=generation_of(job),
+        generation=job.meta.generation,
         spec=spec,
         status=status,
         config=config,
@@ -97,4 +79,4 @@ async def gather(
     return Gathered(ctx, obs, storage, checkpoint_dir)
 
 
-__all__ = ["Gathered", "gather", "generation_of", "job_storage", "owner_of", "read_status"]
+__all__ = ["Gathered", "gather", "job_storage"]

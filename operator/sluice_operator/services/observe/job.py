@@ -20,14 +20,14 @@ from ..clients.deps import Deps
 from ..clients.rest import Coordinator, CoordinatorError
 from ..clients.storage import Storage
 from ..common._time import millis
+from ..common.objects import ObjectMeta
 from ..common.observed import CoordinatorView, Observed, PodView, SavepointView
 from .validate import InvalidSpecError, savepoint_spec
 
 
 def pod_view(pod: Obj) -> PodView:
-    meta = pod.get("metadata") or {}
+    meta = ObjectMeta.parse(pod)
     status = pod.get("status") or {}
-    annotations = meta.get("annotations") or {}
     reason = status.get("reason")
     exit_code, finished = None, None
     rest_port = REST_PORT
@@ -44,14 +44,14 @@ def pod_view(pod: Obj) -> PodView:
             finished = millis(terminated.get("finishedAt"))
             reason = f"{terminated.get('reason') or 'exited'}, exit code {exit_code}"
     return PodView(
-        name=str(meta.get("name")),
+        name=meta.name,
         phase=str(status.get("phase") or PodPhase.PENDING),
         ip=status.get("podIP"),
         rest_port=rest_port,
-        job_id=annotations.get(c.ANNOTATION_JOB_ID),
-        spec_hash=annotations.get(c.ANNOTATION_SPEC_HASH),
-        restored_from=annotations.get(c.ANNOTATION_RESTORED_FROM),
-        terminating=meta.get("deletionTimestamp") is not None,
+        job_id=meta.annotations.get(c.ANNOTATION_JOB_ID),
+        spec_hash=meta.annotations.get(c.ANNOTATION_SPEC_HASH),
+        restored_from=meta.annotations.get(c.ANNOTATION_RESTORED_FROM),
+        terminating=meta.deleting,
         reason=reason,
         exit_code=exit_code if isinstance(exit_code, int) else None,
         finished_ms=finished,
@@ -59,7 +59,7 @@ def pod_view(pod: Obj) -> PodView:
 
 
 def savepoint_view(obj: Obj, job_uid: str | None) -> SavepointView:
-    meta = obj.get("metadata") or {}
+    meta = ObjectMeta.parse(obj)
     spec, error = None, None
     try:
         spec = savepoint_spec(obj.get("spec"))
@@ -69,18 +69,18 @@ def savepoint_view(obj: Obj, job_uid: str | None) -> SavepointView:
         status = SavepointStatus.model_validate(obj.get("status") or {})
     except ValueError:
         status = SavepointStatus()
-    owners = meta.get("ownerReferences") or []
     return SavepointView(
-        name=str(meta.get("name")),
+        name=meta.name,
+        namespace=meta.namespace,
         spec=spec,
         status=status,
-        labels=dict(meta.get("labels") or {}),
-        created=str(meta.get("creationTimestamp") or ""),
-        owned=job_uid is not None and any(o.get("uid") == job_uid for o in owners),
+        labels=dict(meta.labels),
+        created=meta.created,
+        owned=meta.owned_by(job_uid),
         spec_error=error,
-        uid=meta.get("uid"),
-        deleting=bool(meta.get("deletionTimestamp")),
-        finalized=c.FINALIZER in (meta.get("finalizers") or []),
+        uid=meta.uid,
+        deleting=meta.deleting,
+        finalized=c.FINALIZER in meta.finalizers,
     )
 
 
@@ -101,10 +101,12 @@ async def observe_job(
 ) -> Observed:
     obs = Observed(rest_token=rest_token)
     pods = await deps.kube.list_pods(owner.namespace, f"{c.LABEL_JOB}={owner.name}")
-    coordinator_pod = next((p for p in pods if p["metadata"]["name"] == m.coordinator_name(owner.name)), None)
+    names = [ObjectMeta.parse(pod).name for pod in pods]
+    coordinator = m.coordinator_name(owner.name)
+    coordinator_pod = next((pod for pod, name in zip(pods, names, strict=True) if name == coordinator), None)
     obs.pod = pod_view(coordinator_pod) if coordinator_pod is not None else None
     if obs.pod is None or obs.pod.exited:
-        obs.stray_pods = [p["metadata"]["name"] for p in pods if p is not coordinator_pod]
+        obs.stray_pods = [name for pod, name in zip(pods, names, strict=True) if pod is not coordinator_pod]
     obs.savepoints = await job_savepoints(deps.kube, owner.namespace, owner.name, owner.uid)
     if obs.pod is not None and obs.pod.phase == PodPhase.RUNNING and obs.pod.ip and not obs.pod.terminating:
         await _ask_coordinator(deps, obs, obs.pod.ip, obs.pod.rest_port, rest_token)
