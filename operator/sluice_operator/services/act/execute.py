@@ -33,6 +33,7 @@ from ..common.acted import (
     SecretReady,
     StateKeyReady,
 )
+from ..common.objects import ObjectMeta
 from ..common.observed import Observed
 from ..common.plan import (
     Action,
@@ -217,7 +218,7 @@ async def _set_desired_state(acting: _Acting, action: SetDesiredState) -> None:
     kube, ns = acting.deps.kube, acting.owner.namespace
     patch = {"spec": {"state": action.state.value}}
     job = await kube.patch_custom(c.STREAMJOB_PLURAL, ns, acting.owner.name, patch)
-    generation = str(job.get("metadata", {}).get("generation"))
+    generation = str(ObjectMeta.parse(job).generation)
     labels = {"metadata": {"labels": {c.LABEL_GENERATION: generation}}}
     await kube.patch_custom(c.SAVEPOINT_PLURAL, ns, action.savepoint, labels)
 

@@ -16,6 +16,7 @@ from sluice_operator.kube import Kube, Refused
 from sluice_operator.models import MonitorReason, PodMonitorConfig
 
 from ..common.acted import MonitorState
+from ..common.objects import ObjectMeta
 
 _CHART_VALUE = "metrics.jobs.podMonitor.enabled"
 # How long a missing CRD is taken as missing before the API server is asked again. The CRD is
@@ -45,10 +46,6 @@ def forget_crd_absence() -> None:
 _API = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
 
 
-def _owners(found: dict[str, Any] | None) -> list[str]:
-    return [ref.get("uid") for ref in (found or {}).get("metadata", {}).get("ownerReferences") or []]
-
-
 async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfig) -> MonitorState:
     want = m.pod_monitor(owner, config)
     name = want["metadata"]["name"]
@@ -66,14 +63,15 @@ async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfi
             return MonitorState(
                 True, MonitorReason.CREATED, f"PodMonitor {name} scrapes {m.POD_MONITOR_PATH}"
             )
-        if owner.uid not in _owners(found):
+        found_meta = ObjectMeta.parse(found)
+        if not found_meta.owned_by(owner.uid):
             return MonitorState(
                 False,
                 MonitorReason.CONFLICT,
                 f"PodMonitor {name} exists but does not belong to StreamJob {owner.name}: delete or rename "
                 "it and the operator creates the job's own",
             )
-        labels = found.get("metadata", {}).get("labels") or {}
+        labels = found_meta.labels
         if not _within(want["spec"], found.get("spec")) or not _within(want["metadata"]["labels"], labels):
             # A changed option (labels, interval) or an edited PodMonitor: the operator's fields win.
             patch = {"metadata": {"labels": want["metadata"]["labels"]}, "spec": want["spec"]}
@@ -87,7 +85,8 @@ async def delete_pod_monitor(kube: Kube, owner: m.Owner) -> None:
     """With the job: a missing CRD, or rights the operator lacks, leave nothing to delete."""
     name = m.pod_monitor_name(owner.name)
     try:
-        if owner.uid in _owners(await kube.get_object(*_API, owner.namespace, name)):
+        found = await kube.get_object(*_API, owner.namespace, name)
+        if found is not None and ObjectMeta.parse(found).owned_by(owner.uid):
             await kube.delete_object(*_API, owner.namespace, name)  # not someone else's of the name
     except Refused:
         return
