@@ -21,7 +21,11 @@ def operator_savepoint(
     stamp: int,
     dispose_on_delete: bool,
     target_directory: str | None = None,
+    generation: int | None = None,
+    owned: bool = True,
 ) -> Manifest:
+    """With `generation`, labelled with the job's generation it stops; not `owned`, it outlives the job
+    (the garbage collector leaves it when the job is deleted)."""
     spec: dict[str, object] = {
         "jobName": owner.name,
         "stop": stop.value,
@@ -29,14 +33,15 @@ def operator_savepoint(
     }
     if target_directory is not None:
         spec["targetDirectory"] = target_directory
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.SAVEPOINT_KIND,
-        "metadata": {
-            "name": savepoint_name(owner.name, kind, stamp),
-            "namespace": owner.namespace,
-            "labels": {**labels(owner.name), c.LABEL_TRIGGER: kind.value},
-            "ownerReferences": [owner.reference()],
+    metadata: dict[str, object] = {
+        "name": savepoint_name(owner.name, kind, stamp),
+        "namespace": owner.namespace,
+        "labels": {
+            **labels(owner.name),
+            c.LABEL_TRIGGER: kind.value,
+            **({c.LABEL_GENERATION: str(generation)} if generation is not None else {}),
         },
-        "spec": spec,
     }
+    if owned:
+        metadata["ownerReferences"] = [owner.reference()]
+    return {"apiVersion": c.API_VERSION, "kind": c.SAVEPOINT_KIND, "metadata": metadata, "spec": spec}

@@ -211,6 +211,30 @@ def test_operator_savepoint_object() -> None:
     assert sp["metadata"]["name"] == "counts-suspend-7"
     assert sp["metadata"]["labels"]["sluice.dev/trigger"] == "suspend"
     assert sp["spec"] == {"jobName": "counts", "stop": "suspend", "disposeOnDelete": False}
+    assert "sluice.dev/job-generation" not in sp["metadata"]["labels"]
+
+
+def test_a_stop_savepoint_names_its_generation_and_a_deletion_savepoint_outlives_the_job() -> None:
+    stop = m.operator_savepoint(
+        OWNER,
+        kind=SavepointKind.SUSPEND,
+        stop=StopMode.SUSPEND,
+        stamp=7,
+        dispose_on_delete=False,
+        generation=7,
+    )
+    assert stop["metadata"]["labels"]["sluice.dev/job-generation"] == "7"
+    _owned(stop)
+    kept = m.operator_savepoint(
+        OWNER,
+        kind=SavepointKind.DELETION,
+        stop=StopMode.SUSPEND,
+        stamp=9,
+        dispose_on_delete=False,
+        owned=False,
+    )
+    assert "ownerReferences" not in kept["metadata"]
+    assert kept["metadata"]["labels"]["sluice.dev/trigger"] == "deletion"
 
 
 def test_default_storage_secret_is_optional() -> None:

@@ -70,9 +70,9 @@ def plan_deletion_savepoint(ctx: JobContext, obs: Observed, plan: Plan, stamp: i
             stop=StopMode.SUSPEND,
             stamp=stamp,
             dispose_on_delete=False,
+            # Not owned by the job: the savepoint outlives it, so the state can be restored elsewhere.
+            owned=False,
         )
-        # Not owned by the job: the savepoint outlives it, so the state can be restored elsewhere.
-        del manifest["metadata"]["ownerReferences"]
         plan.actions.append(CreateSavepoint(manifest))
         plan.events.append(Event("Normal", "SavepointOnDelete", f"taking savepoint {name} before deletion"))
         return True

@@ -272,14 +272,15 @@ def ensure_stop_savepoint(ctx: JobContext, plan: Plan, kind: SavepointKind) -> N
         stop=stop,
         stamp=ctx.generation,
         dispose_on_delete=ctx.spec.savepoints.dispose_on_delete,
+        generation=ctx.generation,
     )
-    manifest["metadata"]["labels"][c.LABEL_GENERATION] = str(ctx.generation)
     plan.actions.append(CreateSavepoint(manifest))
+    name = m.savepoint_name(ctx.owner.name, kind, ctx.generation)
     plan.events.append(
         Event(
             "Normal",
             "StopWithSavepoint",
-            f"stopping with a savepoint ({stop.value}): Savepoint {manifest['metadata']['name']}",
+            f"stopping with a savepoint ({stop.value}): Savepoint {name}",
         )
     )
     plan.soon(1.0)
