@@ -48,7 +48,7 @@ _API = (m.POD_MONITOR_GROUP, m.POD_MONITOR_VERSION, m.POD_MONITOR_PLURAL)
 
 async def ensure_pod_monitor(kube: Kube, owner: m.Owner, config: PodMonitorConfig) -> MonitorState:
     want = m.pod_monitor(owner, config)
-    name = want["metadata"]["name"]
+    name = m.pod_monitor_name(owner.name)
     if _ABSENT.known():
         return _refusal(Refused(404, "not found"), name)
     try:
