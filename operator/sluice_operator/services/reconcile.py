@@ -8,10 +8,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
 
-from sluice_operator import manifests as m
-from sluice_operator.models import DegradedReason, OperatorConfig, StreamJobStatus
+from sluice_operator.models import DegradedReason, OperatorConfig
 from sluice_operator.models import constants as c
 
 from .act.auth import JobSecretError
@@ -34,9 +32,9 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     job = StreamJobObject.parse(obj) if obj is not None else None
     if job is None or job.meta.deleting:
         return Outcome()
-    owner, old = job.owner, job.recorded
+    owner = job.owner
     now_ms = int(time.time() * 1000)
-    degraded = _Degraded(deps, owner, old, job.status, job.meta.generation, now_ms)
+    degraded = _Degraded(deps, job, now_ms)
     try:
         spec = streamjob_spec(job.spec)
         refuse_escalations(spec, config.allow_privileged_pods)
@@ -64,7 +62,9 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
     if unknown is not None:
         return await degraded(DegradedReason.STORAGE_UNAVAILABLE, unknown)
     plan = decide(ctx, obs)
-    recorded = record_status(old, plan.status, ready.monitor, generation=ctx.generation, now_ms=now_ms)
+    recorded = record_status(
+        job.recorded, plan.status, ready.monitor, generation=ctx.generation, now_ms=now_ms
+    )
     await execute(deps, obs, plan, owner, status=recorded.patch, said=recorded.events, storage=found.storage)
     return Outcome(
         requeue_s=plan.requeue_s,
@@ -75,23 +75,15 @@ async def reconcile_job(deps: Deps, config: OperatorConfig, namespace: str, name
 class _Degraded:
     """Records that the job cannot be decided on (yet): the status says why, the rest of it stays."""
 
-    def __init__(
-        self,
-        deps: Deps,
-        owner: m.Owner,
-        old: dict[str, Any],
-        status: StreamJobStatus,
-        generation: int,
-        now_ms: int,
-    ) -> None:
-        self._deps, self._owner, self._old, self._status = deps, owner, old, status
-        self._generation, self._now_ms = generation, now_ms
+    def __init__(self, deps: Deps, job: StreamJobObject, now_ms: int) -> None:
+        self._deps, self._job, self._now_ms = deps, job, now_ms
 
     async def __call__(self, reason: DegradedReason, message: str) -> Outcome:
+        job = self._job
         recorded = record_degraded(
-            self._old, self._status, reason, message, generation=self._generation, now_ms=self._now_ms
+            job.recorded, job.status, reason, message, generation=job.meta.generation, now_ms=self._now_ms
         )
-        owner = self._owner
+        owner = job.owner
         # Nothing to act on but the record: an empty plan, executed like any other.
         await execute(self._deps, Observed(), Plan(), owner, status=recorded.patch, said=recorded.events)
         return Outcome(
