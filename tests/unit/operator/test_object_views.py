@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, cast
 
+import aiohttp
 import pytest
 
+from sluice_operator.kube import Kube
+from sluice_operator.manifests import Owner
 from sluice_operator.models import LifecycleState, SavepointStatus, StreamJobStatus
+from sluice_operator.services.clients.deps import Deps
+from sluice_operator.services.clients.storage import Storage
 from sluice_operator.services.common.objects import ObjectMeta, StreamJobObject
-from sluice_operator.services.observe.job import pod_view, savepoint_view
+from sluice_operator.services.common.observed import Observed
+from sluice_operator.services.common.plan import Event
+from sluice_operator.services.observe.job import observe_job, pod_view, savepoint_view
 
-from ._fixtures import OWNER
+from ._fixtures import OWNER, spec
 
 _JOB_META = {"name": OWNER.name, "namespace": OWNER.namespace, "uid": OWNER.uid}
 
@@ -122,3 +130,56 @@ def test_a_savepoint_status_of_the_wrong_type_counts_as_none() -> None:
         {"metadata": {"name": "s"}, "spec": {"jobName": "counts"}, "status": {"state": 7}}, None
     )
     assert view.spec is not None and view.status == SavepointStatus()
+
+
+class _Listing:
+    """A Kubernetes API listing the job's pods and the namespace's Savepoints, as the API server does."""
+
+    def __init__(self, pods: list[dict[str, Any]], savepoints: list[dict[str, Any]]) -> None:
+        self.pods, self.savepoints = pods, savepoints
+
+    async def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return self.pods
+
+    async def list_custom(self, plural: str, namespace: str) -> list[dict[str, Any]]:
+        return self.savepoints
+
+
+def _no_events(job: Owner, event: Event) -> None:
+    raise AssertionError(f"observing posts no events, got {event}")
+
+
+def _observe(kube: _Listing) -> Observed:
+    return asyncio.run(
+        observe_job(
+            Deps(cast(Kube, kube), cast(aiohttp.ClientSession, None), _no_events),
+            storage=Storage(),
+            owner=OWNER,
+            spec=spec(),
+            status=StreamJobStatus(),
+            checkpoint_dir="file:///nowhere",
+            rest_token=None,
+        )
+    )
+
+
+def test_observing_finds_the_coordinator_among_the_pods_and_the_rest_as_stray_once_it_exited() -> None:
+    coordinator = {"metadata": {"name": "counts-coordinator"}, "status": {"phase": "Failed"}}
+    executor = {"metadata": {"name": "counts-taskmanager-1"}, "status": {"phase": "Running"}}
+    obs = _observe(_Listing([executor, coordinator], []))
+    assert obs.pod is not None and (obs.pod.name, obs.pod.exited) == ("counts-coordinator", True)
+    assert obs.stray_pods == ["counts-taskmanager-1"]
+    running = {**coordinator, "status": {"phase": "Pending"}}
+    assert _observe(_Listing([executor, running], [])).stray_pods == []  # its executors are its own
+
+
+def test_observing_keeps_the_jobs_savepoints_with_an_invalid_spec_and_leaves_other_jobs_ones() -> None:
+    mine = {"metadata": {"name": "a", "ownerReferences": [{"uid": OWNER.uid}]}, "spec": {"jobName": "counts"}}
+    broken = {"metadata": {"name": "b"}, "spec": {"jobName": "counts", "stop": "later"}}
+    other = {"metadata": {"name": "c"}, "spec": {"jobName": "another"}}
+    no_spec = {"metadata": {"name": "d"}}
+    obs = _observe(_Listing([], [mine, broken, other, no_spec]))
+    assert [(v.name, v.owned, v.spec is None) for v in obs.savepoints] == [
+        ("a", True, False),
+        ("b", False, True),
+    ]

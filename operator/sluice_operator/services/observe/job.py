@@ -101,12 +101,12 @@ async def observe_job(
 ) -> Observed:
     obs = Observed(rest_token=rest_token)
     pods = await deps.kube.list_pods(owner.namespace, f"{c.LABEL_JOB}={owner.name}")
-    names = [ObjectMeta.parse(pod).name for pod in pods]
+    named = [(ObjectMeta.parse(pod).name, pod) for pod in pods]
     coordinator = m.coordinator_name(owner.name)
-    coordinator_pod = next((pod for pod, name in zip(pods, names, strict=True) if name == coordinator), None)
+    coordinator_pod = next((pod for name, pod in named if name == coordinator), None)
     obs.pod = pod_view(coordinator_pod) if coordinator_pod is not None else None
     if obs.pod is None or obs.pod.exited:
-        obs.stray_pods = [name for pod, name in zip(pods, names, strict=True) if pod is not coordinator_pod]
+        obs.stray_pods = [name for name, pod in named if pod is not coordinator_pod]
     obs.savepoints = await job_savepoints(deps.kube, owner.namespace, owner.name, owner.uid)
     if obs.pod is not None and obs.pod.phase == PodPhase.RUNNING and obs.pod.ip and not obs.pod.terminating:
         await _ask_coordinator(deps, obs, obs.pod.ip, obs.pod.rest_port, rest_token)
