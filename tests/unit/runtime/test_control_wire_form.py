@@ -125,7 +125,8 @@ def _samples() -> dict[str, Message]:
 
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_the_codec_writes_the_wire_form_of_earlier_versions(name: str) -> None:
-    assert encode_message(_samples()[name]).decode() == PINNED[name]
+    # Compared as JSON values: a reader sees an object's fields by name, never in order.
+    assert json.loads(encode_message(_samples()[name])) == json.loads(PINNED[name])
 
 
 @pytest.mark.parametrize("name", sorted(PINNED))
