@@ -206,6 +206,8 @@ TASKMANAGER_REPORT_TYPES: tuple[type[TaskManagerReport], ...] = (
 
 __all__ = [
     "STATE_WRITE",
+    "TASKMANAGER_REPORT_TYPES",
+    "TO_TASKMANAGER_TYPES",
     "Abort",
     "Complete",
     "Decline",
@@ -220,6 +222,8 @@ __all__ = [
     "Shutdown",
     "Stop",
     "SubtaskKey",
+    "TaskManagerReport",
     "TaskReport",
+    "ToTaskManager",
     "Trigger",
 ]
