@@ -12,12 +12,14 @@ import math
 from enum import Enum
 from typing import Any, TypeVar
 
+from sluice_contract.codec import DocumentError
+
 E = TypeVar("E", bound=Enum)
 _MISSING: Any = object()
 
-
-class FormatError(ValueError):
-    """A stored or received document that does not match its format."""
+FormatError = DocumentError
+"""A stored or received document that does not match its format: one error, whether the document is
+read field by field here or by the contract's declarative codec."""
 
 
 def _shown(value: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._codec import Document, DocumentError
+from .codec import Document, DocumentError
 from .states import CheckpointKind, StopMode
 
 __all__ = [

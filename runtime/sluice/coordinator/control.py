@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from sluice._json import Fields
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.transport.framing import frame, read_payload
 from sluice.transport.handshake import CONTROL
@@ -33,6 +32,7 @@ from sluice.transport.messages import (
     Message,
     MessageError,
     MetricsReport,
+    Parser,
     Register,
     Shutdown,
     TaskReport,
@@ -47,9 +47,9 @@ DEFAULT_HEARTBEAT_TIMEOUT_S = 10.0
 
 Report = Register | Heartbeat | TaskReport | Decline | MetricsReport | Acknowledgement
 """A message a TaskManager sends."""
-TO_COORDINATOR: Mapping[str, Callable[[Fields], Report]] = {
+TO_COORDINATOR: Mapping[str, Parser[Report]] = {
     **TASKMANAGER_REPORTS,
-    Acknowledgement.TYPE: Acknowledgement.from_fields,
+    Acknowledgement.TYPE: Acknowledgement.from_json,
 }
 
 

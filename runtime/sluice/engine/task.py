@@ -18,7 +18,6 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sluice._states import SubtaskState
@@ -45,33 +44,23 @@ from sluice.engine.events import (
 from sluice.engine.operators.source import SourceOperator
 from sluice.engine.writer import BATCH_SIZE
 from sluice.state.chain_files import KeyedFile
-from sluice.transport.messages import STATE_WRITE, Decline, Message, TaskReport
+from sluice.transport.messages import (
+    STATE_WRITE,
+    Abort,
+    Complete,
+    Decline,
+    Message,
+    Stop,
+    TaskReport,
+    Trigger,
+)
 
 Report = Callable[[Message], None]
 
 
-@dataclass
-class Trigger:
-    checkpoint_id: int
-    timestamp: int
-    location: str
-    is_savepoint: bool
-    completed: int = 0
-
-
-@dataclass
-class Stop:
-    drain: bool
-
-
-@dataclass
-class Complete:
-    checkpoint_id: int
-
-
-@dataclass
-class Abort:
-    checkpoint_id: int
+TaskMessage = Trigger | Complete | Abort | Stop
+"""The control messages a TaskManager relays to its subtasks, as the coordinator sent them: one
+vocabulary carries a checkpoint from the coordinator to the task, where the barrier takes over."""
 
 
 class StreamTask:
@@ -97,7 +86,7 @@ class StreamTask:
         self.rate = rate
         self.wait_for_final_checkpoint = wait_for_final_checkpoint
         """Off (checkpoints-after-tasks-finish disabled): end right after end of data, as before FLIP-147."""
-        self.mailbox: deque[Trigger | Stop | Complete | Abort] = deque()
+        self.mailbox: deque[TaskMessage] = deque()
         self.wakeup = asyncio.Event()
         channels = len(input_edges)
         self.aligner = BarrierAligner(channels)
@@ -129,7 +118,7 @@ class StreamTask:
 
     # -- messages from the coordinator ------------------------------------------------------------
 
-    def post(self, message: Trigger | Stop | Complete | Abort) -> None:
+    def post(self, message: TaskMessage) -> None:
         self.mailbox.append(message)
         self.wakeup.set()
         if self.gate is not None:
@@ -374,25 +363,25 @@ class StreamTask:
             if isinstance(message, Trigger):
                 await self._on_trigger(message)
             elif isinstance(message, Complete):
-                self.chain.notify_complete(message.checkpoint_id)
+                self.chain.notify_complete(message.checkpoint)
                 final = self._final_checkpoint
-                if self.end_of_data and final is not None and message.checkpoint_id >= final:
+                if self.end_of_data and final is not None and message.checkpoint >= final:
                     self._done = True
             elif isinstance(message, Abort):
-                if self.aligner.on_cancel(message.checkpoint_id) and self.gate is not None:
+                if self.aligner.on_cancel(message.checkpoint) and self.gate is not None:
                     self._sync_blocked()
-                self.chain.notify_aborted(message.checkpoint_id)
-                if self._final_checkpoint == message.checkpoint_id:
+                self.chain.notify_aborted(message.checkpoint)
+                if self._final_checkpoint == message.checkpoint:
                     self._final_checkpoint = None
             elif isinstance(message, Stop) and self._source is not None and not self.end_of_data:
-                await self._end_of_data(drain=message.drain)
+                await self._end_of_data(drain=message.mode.drains)
 
     async def _on_trigger(self, trigger: Trigger) -> None:
         barrier = CheckpointBarrier(
-            trigger.checkpoint_id,
+            trigger.checkpoint,
             trigger.timestamp,
             trigger.location,
-            trigger.is_savepoint,
+            trigger.savepoint,
             trigger.completed,
         )
         if self._source is not None:

@@ -32,7 +32,7 @@ from sluice.engine.context import Metrics
 from sluice.engine.network import DataServer, RemoteOutputChannel
 from sluice.engine.operators.sink import TwoPhaseCommitSinkOperator
 from sluice.engine.operators.source import SourceOperator
-from sluice.engine.task import Abort, Complete, Stop, StreamTask, Trigger
+from sluice.engine.task import StreamTask, TaskMessage
 from sluice.engine.wiring import SubtaskId, channel_index, input_channels, output_targets
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobGraph
@@ -64,22 +64,6 @@ class _NotDeployed(Exception):
 
 
 HEARTBEAT_SECONDS = 0.5
-
-ForTasks = messages.Trigger | messages.Complete | messages.Abort | messages.Stop
-"""The control messages a TaskManager relays to its subtasks."""
-
-
-def _task_event(message: ForTasks) -> Trigger | Complete | Abort | Stop:
-    """A control message as the event a task's mailbox takes."""
-    if isinstance(message, messages.Trigger):
-        return Trigger(
-            message.checkpoint, message.timestamp, message.location, message.savepoint, message.completed
-        )
-    if isinstance(message, messages.Complete):
-        return Complete(message.checkpoint)
-    if isinstance(message, messages.Abort):
-        return Abort(message.checkpoint)
-    return Stop(message.mode.drains)
 
 
 class TaskManager:
@@ -194,15 +178,15 @@ class TaskManager:
                 with contextlib.suppress(ConnectionError):
                     await self._writer.drain()
 
-    async def _handle(self, message: messages.Deploy | ForTasks) -> None:
+    async def _handle(self, message: messages.Deploy | TaskMessage) -> None:
         if isinstance(message, messages.Deploy):
             with contextlib.suppress(_NotDeployed):
                 await self._deploy(message)
             return
         for task in self._addressees(message):
-            task.post(_task_event(message))
+            task.post(message)
 
-    def _addressees(self, message: ForTasks) -> list[StreamTask]:
+    def _addressees(self, message: TaskMessage) -> list[StreamTask]:
         """The subtasks here a checkpoint or stop message is for."""
         if isinstance(message, messages.Trigger):
             return [task for key in message.tasks if (task := self.tasks.get(key)) is not None]

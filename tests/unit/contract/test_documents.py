@@ -9,7 +9,7 @@ import pytest
 
 from sluice._states import CheckpointKind, CheckpointStatus, StopMode
 from sluice.checkpoint.pending import CheckpointRecord, SnapshotStats
-from sluice_contract._codec import Document
+from sluice_contract.codec import Document
 from sluice_contract.rest import (
     CheckpointsSummary,
     CheckpointSummary,
@@ -48,16 +48,25 @@ def test_the_job_summary_round_trips_and_a_reader_ignores_fields_it_does_not_kno
 @pytest.mark.parametrize(
     ("data", "named"),
     [
-        ([], r"^JobSummary must be an object, not list$"),
-        ({"state": "RUNNING"}, r"^jobId is missing$"),
-        ({"jobId": 3, "state": "RUNNING"}, r"^jobId must be a string, not 3$"),
+        ([], r"^JobSummary must be a JSON object, not an array \(\[\]\)$"),
+        ({"state": "RUNNING"}, r"^JobSummary lacks the field 'jobId'$"),
+        ({"jobId": 3, "state": "RUNNING"}, r"^JobSummary: 'jobId' must be a string, not a number \(3\)$"),
         (
             {"jobId": "j", "state": "RUNNING", "restarts": True},
-            r"^restarts must be a whole number, not True$",
+            r"^JobSummary: 'restarts' must be an integer or null, not a boolean \(true\)$",
         ),
-        ({"jobId": "j", "state": "RUNNING", "restarts": 1.5}, r"^restarts must be a whole number, not 1.5$"),
-        ({"jobId": "j", "state": "RUNNING", "subtasks": {"total": "3"}}, r"^subtasks.total must be a whole"),
-        ({"jobId": "j", "state": "RUNNING", "rates": None}, r"^rates must be an object, not null$"),
+        (
+            {"jobId": "j", "state": "RUNNING", "restarts": 1.5},
+            r"^JobSummary: 'restarts' must be an integer or null, not a number \(1.5\)$",
+        ),
+        (
+            {"jobId": "j", "state": "RUNNING", "subtasks": {"total": "3"}},
+            r"^JobSummary subtasks: 'total' must be an integer, not a string",
+        ),
+        (
+            {"jobId": "j", "state": "RUNNING", "rates": None},
+            r"^JobSummary: 'rates' must be an object, not null \(null\)$",
+        ),
     ],
 )
 def test_a_malformed_job_document_is_refused_with_the_field_named(data: object, named: str) -> None:
@@ -67,11 +76,19 @@ def test_a_malformed_job_document_is_refused_with_the_field_named(data: object, 
 
 def test_list_items_and_enumerations_are_checked_and_named() -> None:
     record = {"id": 1, "kind": "checkpoint", "status": "COMPLETED", "triggerTime": 1}
-    with pytest.raises(DocumentError, match=r"^history\[1\].kind must be one of 'checkpoint', 'savepoint'"):
+    with pytest.raises(
+        DocumentError,
+        match=r"^CheckpointsSummary history\[1\]: 'kind' must be one of 'checkpoint', 'savepoint'",
+    ):
         CheckpointsSummary.from_json({"history": [record, {**record, "kind": "snapshot"}]})
-    with pytest.raises(DocumentError, match=r"^history must be a list, not dict$"):
+    with pytest.raises(
+        DocumentError, match=r"^CheckpointsSummary: 'history' must be an array, not an object \(\{\}\)$"
+    ):
         CheckpointsSummary.from_json({"history": {}})
-    with pytest.raises(DocumentError, match=r"^stop must be one of 'terminate', 'suspend', not 'drain'$"):
+    with pytest.raises(
+        DocumentError,
+        match=r"^SavepointProgress: 'stop' must be one of 'terminate', 'suspend' or null, not a string",
+    ):
         SavepointProgress.from_json({"status": "COMPLETED", "stop": "drain"})
     assert SavepointProgress.from_json({"status": "IN_PROGRESS", "stop": "suspend"}).stop is StopMode.SUSPEND
     assert CheckpointSummary.from_json({**record, "syncMs": 2}).sync_ms == 2.0
@@ -84,6 +101,6 @@ class _Strict(Document):
 
 
 def test_a_document_that_refuses_unknown_fields_names_the_first() -> None:
-    with pytest.raises(DocumentError, match=r"^extra is not a field of _Strict$"):
+    with pytest.raises(DocumentError, match=r"^_Strict: 'extra' is not a field of _Strict$"):
         _Strict.from_json({"name": "a", "other": 2, "extra": 1})
     assert _Strict.from_json({"name": "a"}) == _Strict("a")

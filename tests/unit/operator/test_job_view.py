@@ -93,6 +93,7 @@ def test_the_last_checkpoint_says_what_it_cost_and_a_figure_out_of_range_is_left
 def test_a_checkpoint_figure_that_is_not_a_number_makes_the_document_refused_with_the_field_named() -> None:
     record = {"id": 7, "kind": "checkpoint", "status": "COMPLETED", "triggerTime": NOW, "syncMs": "fast"}
     with pytest.raises(
-        DocumentError, match=r"^checkpoints.history\[0\].syncMs must be a number, not 'fast'$"
+        DocumentError,
+        match=r"^checkpoints history\[0\]: 'syncMs' must be a number or null, not a string \(\"fast\"\)$",
     ):
         CoordinatorView.parse({"jobId": OLD_ID, "state": "RUNNING"}, {"history": [record]})

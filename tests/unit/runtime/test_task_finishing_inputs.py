@@ -17,8 +17,8 @@ from sluice._states import SubtaskState
 from sluice.engine.channels import InputChannel, InputGate
 from sluice.engine.context import Metrics
 from sluice.engine.events import CheckpointBarrier, EndOfData, EndOfPartition
-from sluice.engine.task import Complete, StreamTask
-from sluice.transport.messages import Message, TaskReport
+from sluice.engine.task import StreamTask
+from sluice.transport.messages import Complete, Message, TaskReport
 
 
 class _Head:

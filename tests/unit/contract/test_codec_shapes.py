@@ -1,0 +1,89 @@
+"""The codec's shapes beyond plain fields: minimums, fixed-length arrays, objects with typed keys,
+numbers kept as sent, fields that must be sent though they have a default. Input is hostile: what a
+reader builds is only ever the declared types."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from sluice_contract.codec import Document, DocumentError, is_none, wire
+
+
+@dataclass(frozen=True)
+class _Shapes(Document):
+    pairs: tuple[tuple[int, int], ...] = field(metadata=wire(minimum=0))
+    where: Mapping[tuple[int, int], int] = field(metadata=wire(minimum=0))
+    addresses: Mapping[int, tuple[str, int]]
+    figures: Mapping[str, int | float | None]
+    sent: int = field(default=0, metadata=wire(required=True))
+    note: str | None = field(default=None, metadata=wire(name="remark", omit_when=is_none))
+
+
+GOOD: dict[str, Any] = {
+    "pairs": [[0, 1], [2, 3]],
+    "where": {"0:1": 4},
+    "addresses": {"7": ["h", 80]},
+    "figures": {"n": 3, "ratio": 0.5, "lag": None},
+    "sent": 1,
+}
+
+
+def test_every_shape_reads_as_its_declared_type_and_writes_back_as_it_came() -> None:
+    read = _Shapes.from_json(GOOD)
+    assert read == _Shapes(
+        ((0, 1), (2, 3)), {(0, 1): 4}, {7: ("h", 80)}, {"n": 3, "ratio": 0.5, "lag": None}, 1
+    )
+    # A whole number stays one (the wire form of a figure does not change), a fraction stays a fraction.
+    assert type(read.figures["n"]) is int and type(read.figures["ratio"]) is float
+    assert read.to_json() == GOOD
+    noted = _Shapes.from_json({**GOOD, "remark": "hi"})
+    assert noted.note == "hi" and noted.to_json()["remark"] == "hi" and "note" not in noted.to_json()
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"pairs": [[0, -1]]}, "_Shapes: 'pairs[0][1]' must be at least 0, not a number (-1)"),
+        ({"pairs": [[0, True]]}, "_Shapes: 'pairs[0][1]' must be an integer, not a boolean (true)"),
+        ({"pairs": [[0, 1, 2]]}, "_Shapes: 'pairs[0]' must be an array of 2 items, not an array ([0, 1, 2])"),
+        ({"pairs": [{"0": 1}]}, "'pairs[0]' must be an array of 2 items, not an object"),
+        ({"where": {"0:1": -2}}, "_Shapes: 'where[0:1]' must be at least 0"),
+        ({"where": {"0": 1}}, "_Shapes: 'where' must have keys like '0:0', not \"0\""),
+        ({"where": {"0:-1": 1}}, "'where' must have keys like '0:0'"),
+        ({"where": {"\u0661:1": 1}}, "'where' must have keys like '0:0'"),
+        ({"where": {"1" * 5000 + ":1": 1}}, "'where' must have keys like '0:0'"),
+        ({"where": [[0, 1]]}, "_Shapes: 'where' must be an object, not an array"),
+        ({"addresses": {"x": ["h", 80]}}, "'addresses' must have keys like '0', not \"x\""),
+        ({"addresses": {"7": ["h", "80"]}}, "'addresses[7][1]' must be an integer, not a string"),
+        ({"addresses": {"7": ["h"]}}, "'addresses[7]' must be an array of 2 items"),
+        ({"figures": {"n": "3"}}, "'figures[n]' must be a finite number or null, not a string"),
+        (
+            {"figures": {"n": float("nan")}},
+            "'figures[n]' must be a finite number or null, not a number (NaN)",
+        ),
+        ({"figures": {"n": False}}, "'figures[n]' must be a finite number or null, not a boolean"),
+        ({"sent": None}, "_Shapes: 'sent' must be an integer, not null"),
+    ],
+)
+def test_a_wrong_shape_is_refused_with_the_field_named(change: dict[str, Any], named: str) -> None:
+    with pytest.raises(DocumentError) as caught:
+        _Shapes.from_json({**GOOD, **change})
+    assert named in str(caught.value)
+
+
+def test_a_field_with_a_default_that_must_be_sent_is_refused_missing() -> None:
+    missing = {k: v for k, v in GOOD.items() if k != "sent"}
+    with pytest.raises(DocumentError, match=r"^_Shapes lacks the field 'sent'$"):
+        _Shapes.from_json(missing)
+
+
+def test_a_reader_builds_only_the_declared_types_whatever_arrives() -> None:
+    hostile = {**GOOD, "pairs": [[0, 1]], "__class__": "os.system", "extra": {"py/object": "os.system"}}
+    read = _Shapes.from_json(hostile)
+    assert type(read) is _Shapes and not hasattr(read, "extra")
+    assert type(read.where) is dict and all(type(k) is tuple and type(k[0]) is int for k in read.where)
+    assert all(type(v) is tuple for v in read.addresses.values())
