@@ -187,10 +187,16 @@ def test_without_a_storage_root_a_job_without_its_own_directories_is_degraded_un
     )
 
 
+# A node selector no node has keeps the coordinator Pending, so the job never starts whether or not a
+# process kubelet runs in this session (it is session-wide once a test asked for it): with one, the pod
+# ran, the suspend became a stop-with-savepoint of a starting job, and it outlasted the wait under load.
+_NEVER_SCHEDULED = "coordinator: {podTemplate: {spec: {nodeSelector: {sluice.dev/test-node: none}}}}"
+
+
 def test_suspending_a_job_that_never_started_removes_its_pod(
     kube_env: KubeEnv, kube_namespace: str, operator: Any
 ) -> None:
-    kube_env.kubectl("apply", "-f", "-", input=_job("idle"), namespace=kube_namespace)
+    kube_env.kubectl("apply", "-f", "-", input=_job("idle", _NEVER_SCHEDULED), namespace=kube_namespace)
     kube_env.wait_for("pod idle-coordinator", bool, namespace=kube_namespace, timeout=60)
     kube_env.kubectl(
         "patch",
@@ -209,6 +215,7 @@ def test_suspending_a_job_that_never_started_removes_its_pod(
         timeout=60,
     )
     assert _condition(job, "Ready")["status"] == "True"  # type: ignore[index]
+    assert "startTime" not in (job["status"].get("job") or {}), "the job was meant never to start"
     pods = kube_env.wait_for("pods", lambda o: not o["items"], namespace=kube_namespace, timeout=60)
     assert pods["items"] == []
 
