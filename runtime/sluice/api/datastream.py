@@ -130,8 +130,15 @@ class DataStream:
         )
 
     def _then_guarded(
-        self, kind: str, uid: str | None, name: str | None, factory: Any, stateful: bool, on_error: object
+        self,
+        kind: str,
+        uid: str | None,
+        name: str | None,
+        factory: Callable[[str, OnError], object],
+        stateful: bool,
+        on_error: object,
     ) -> DataStream:
+        """An operator whose user function may raise: `factory` also takes what to do then (`on_error`)."""
         policy = error_policy(on_error, f"{kind}({name or uid or ''})")
         stream = self._then(kind, uid, name, lambda u: factory(u, policy), stateful)
         if isinstance(policy, OutputTag):
