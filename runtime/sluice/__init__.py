@@ -1,9 +1,7 @@
 """Sluice: streaming jobs with Flink's finishing semantics (FLIP-147, FLIP-34), in Python, on Spark."""
 
-from sluice.api.connected import ConnectedStreams
-from sluice.api.datastream import DataStream, KeyedStream
+from sluice.api.datastream import ConnectedStreams, DataStream, KeyedStream, WindowedStream
 from sluice.api.environment import StreamEnvironment
-from sluice.api.windowed import WindowedStream
 from sluice.functions import (
     AggregateFunction,
     CoProcessFunction,

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sluice.api._graph import PipelineGraph
+from sluice.api.datastream import DataStream
+from sluice.connectors.base import Source
+from sluice.engine.operators.source import SourceOperator
+from sluice.graph.transformations import Transformation
 from sluice.state.keygroups import DEFAULT_MAX_PARALLELISM
 from sluice.watermarks import WatermarkStrategy
-
-if TYPE_CHECKING:
-    from sluice.api.datastream import DataStream
-    from sluice.connectors.base import Source
-    from sluice.graph.transformations import Transformation
 
 
 class StreamEnvironment:
@@ -29,7 +29,12 @@ class StreamEnvironment:
         self.args: dict[str, str] = dict(args or {})
         self.parallelism = parallelism
         self.max_parallelism = max_parallelism
-        self.nodes: list[Transformation] = []
+        self._graph = PipelineGraph()
+
+    @property
+    def nodes(self) -> list[Transformation]:
+        """The operators the pipeline added so far, in order: what the job graph is built from."""
+        return self._graph.nodes
 
     def set_parallelism(self, parallelism: int) -> StreamEnvironment:
         if parallelism < 1:
@@ -46,31 +51,9 @@ class StreamEnvironment:
     ) -> DataStream:
         """A stream of `source`'s records; with `watermarks`, timestamped and with a watermark per split
         (see `sluice.watermarks`)."""
-        from sluice.api.datastream import DataStream
-        from sluice.engine.operators.source import SourceOperator
-
         if watermarks is not None and not isinstance(watermarks, WatermarkStrategy):
             raise TypeError(f"from_source: watermarks must be a sluice.WatermarkStrategy, got {watermarks!r}")
-        node = self._add(
+        node = self._graph.add(
             "source", name or uid, uid, lambda u: SourceOperator(u, source, watermarks), [], stateful=True
         )
-        return DataStream(self, [(node, None)])
-
-    def _add(
-        self, kind: str, name: str, uid: str | None, factory: Any, inputs: list[Any], stateful: bool
-    ) -> Transformation:
-        from sluice.api._callsite import user_call_site
-        from sluice.graph.transformations import Input, Transformation
-
-        node = Transformation(
-            id=len(self.nodes),
-            kind=kind,
-            name=name,
-            uid=uid,
-            factory=factory,
-            inputs=[Input(n, p) for n, p in inputs],
-            stateful=stateful,
-            location=user_call_site(),
-        )
-        self.nodes.append(node)
-        return node
+        return DataStream(self._graph, [(node, None)])

@@ -1,26 +1,13 @@
-"""No new import cycle between modules of the runtime, the contract and the operator.
+"""No import cycle between modules of the runtime, the contract and the operator.
 
 A cycle (module a imports b, which imports a, however indirectly and even under TYPE_CHECKING) makes
-neither module understandable, or testable, without the other. The ones listed below remain (issue 26);
-any other is a failure. The graph is the one `lint-imports` checks the layer contracts on (grimp).
+neither module understandable, or testable, without the other (issue 26). The graph is the one
+`lint-imports` checks the layer contracts on (grimp).
 """
 
 from __future__ import annotations
 
 import grimp
-
-KNOWN = {
-    # The API's classes return one another (a stream's methods make streams of the other kinds).
-    frozenset(
-        {
-            "sluice.api.connected",
-            "sluice.api.datastream",
-            "sluice.api.environment",
-            "sluice.api.joins",
-            "sluice.api.windowed",
-        }
-    ),
-}
 
 
 def _cycles(graph: grimp.ImportGraph) -> set[frozenset[str]]:
@@ -41,10 +28,10 @@ def _reachable(graph: grimp.ImportGraph, start: str) -> set[str]:
     return seen
 
 
-def test_no_import_cycle_but_the_known_ones() -> None:
+def test_no_import_cycle() -> None:
     graph = grimp.build_graph("sluice", "sluice_contract", "sluice_operator")
     found = _cycles(graph)
-    assert found - KNOWN == set(), sorted(sorted(c) for c in found - KNOWN)
+    assert found == set(), sorted(sorted(c) for c in found)
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
