@@ -69,6 +69,10 @@ def _kill_one_taskmanager_and_check(
 ) -> None:
     out = tmp_path / "out"
     count = 120_000
+    # The source holds its last tenth until the kill has been answered by a restart: on a slow machine
+    # the job could otherwise reach its end before the kill lands, and nothing would be recovered.
+    hold = tmp_path / "hold"
+    hold.touch()
     job = runner.start(
         GENERATED,
         *variant,
@@ -76,6 +80,8 @@ def _kill_one_taskmanager_and_check(
         f"out={out}",
         "--arg",
         f"count={count}",
+        "--arg",
+        f"hold={hold}",
         "--arg",
         "rate=15000",
         "--parallelism",
@@ -99,6 +105,7 @@ def _kill_one_taskmanager_and_check(
             assert b"sluice.hosts.spark._daemon" in command and b"pyspark.worker" in command, command
         os.kill(victim, signal.SIGKILL)
         job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
+        hold.unlink()
         code = job.wait(180)
     finally:
         job.kill()
