@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, Protocol
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem
+from sluice_contract.codec import wrong
 
 _CHUNK = 1 << 20
 
@@ -38,6 +39,13 @@ def sha256(data: bytes) -> str:
 
 def is_digest(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def digest_field(value: Any, where: str, name: str) -> str:
+    """A recorded digest, read by the contract's codec (`wire(read=digest_field)`)."""
+    if not is_digest(value):
+        raise wrong(where, name, value, "64 lowercase hexadecimal digits")
+    return str(value)
 
 
 class _Sink(Protocol):
