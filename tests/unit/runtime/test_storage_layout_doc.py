@@ -17,7 +17,7 @@ from sluice.state.stored_files import is_digest
 DOC = Path(__file__).resolve().parents[3] / "docs" / "reference" / "storage-layout.md"
 PARSERS: dict[str, Callable[[str], CheckpointMetadata | JobResult]] = {
     "_metadata": CheckpointMetadata.parse,
-    "job-result.json": JobResult.from_json,
+    "job-result.json": JobResult.parse,
 }
 
 
