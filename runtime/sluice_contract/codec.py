@@ -12,7 +12,8 @@ another Document, `tuple[T, ...]`, fixed-length tuples such as `tuple[str, int]`
 (a JSON object; K is str, int, or a tuple of ints written `"0:1"`), and `T | None`. `wire(...)` adds
 what a type cannot say: a JSON name, a minimum for whole numbers, whether a field with a default must
 still be sent, whether a missing `T | None` field reads as null, when it is left out, whether it is
-part of the document at all, and, for the few fields whose check is not a type, a reader of its own.
+part of the document at all or has its fields inline in the enclosing object, and, for the few fields
+whose check is not a type, a reader of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def wire(
     absent_is_null: bool = False,
     omit_when: Callable[[Any], bool] | None = None,
     skip: bool = False,
+    inline: bool = False,
     read: Reader | None = None,
     write: Writer | None = None,
 ) -> dict[str, Any]:
@@ -53,11 +55,13 @@ def wire(
     default; absent_is_null: a reader takes a `T | None` field that is missing as null, though the class
     has no default for it; omit_when: `to_json` leaves it out when this holds of its value; skip: not
     part of the document (neither written nor read: it keeps its default, say where the document was
-    read from); read/write: its own conversion, for a field whose check is more than a type (a file
-    name, a digest). A `T | None` field's null is null: its own reader sees only values.
+    read from); inline: a Document whose fields stand in the enclosing object itself, beside the
+    others (one JSON object made of two parts); read/write: its own conversion, for a field whose check
+    is more than a type (a file name, a digest). A `T | None` field's null is null: its own reader sees
+    only values.
     """
     metadata: dict[str, Any] = {"json": name, "minimum": minimum, "required": required}
-    metadata |= {"absent_is_null": absent_is_null, "omit_when": omit_when, "skip": skip}
+    metadata |= {"absent_is_null": absent_is_null, "omit_when": omit_when, "skip": skip, "inline": inline}
     metadata |= {"read": read, "write": write}
     return {k: v for k, v in metadata.items() if v is not None and v is not False}
 
@@ -88,6 +92,9 @@ class Document:
                 continue
             if spec.omit_when is not None and spec.omit_when(value):
                 continue
+            if spec.inline:
+                out |= value.to_json()
+                continue
             out[spec.json_name] = spec.write(value) if spec.write is not None else _encode(value)
         return out
 
@@ -102,7 +109,9 @@ class Document:
             raise DocumentError(f"{where}: {unknown[0]!r} is not a field of {cls.__name__}")
         values: dict[str, Any] = {}
         for spec in specs:
-            if spec.json_name in data:
+            if spec.inline:
+                values[spec.name] = spec.type.from_json(data, where)
+            elif spec.json_name in data:
                 value = data[spec.json_name]
                 if spec.read is not None and not (value is None and spec.nullable):
                     values[spec.name] = spec.read(value, where, spec.json_name)
@@ -248,6 +257,7 @@ class _Field:
     optional: bool
     """May be left out of what is read (it has a default, and is not `required`)."""
     absent_is_null: bool
+    inline: bool
     nullable: bool
     """Its type is `T | None`."""
     minimum: int | None
@@ -279,6 +289,9 @@ def _described(cls: type) -> tuple[_Field, ...]:
         nullable = type(None) in typing.get_args(hints[f.name])
         if meta.get("absent_is_null") and not nullable:
             raise TypeError(f"{cls.__name__}.{f.name}: only a `T | None` field can read as null when missing")
+        inline = meta.get("inline", False)
+        if inline and not (isinstance(hints[f.name], type) and issubclass(hints[f.name], Document)):
+            raise TypeError(f"{cls.__name__}.{f.name}: only a Document's fields can stand inline")
         specs.append(
             _Field(
                 f.name,
@@ -286,6 +299,7 @@ def _described(cls: type) -> tuple[_Field, ...]:
                 hints[f.name],
                 has_default and not meta.get("required", False),
                 meta.get("absent_is_null", False),
+                inline,
                 nullable,
                 meta.get("minimum"),
                 meta.get("omit_when"),

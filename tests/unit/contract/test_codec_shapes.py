@@ -142,3 +142,34 @@ def test_a_declaration_the_codec_cannot_honour_is_refused_when_first_used() -> N
         Unread.from_json({})
     with pytest.raises(TypeError, match=r"only a `T \| None` field"):
         NotNullable.from_json({})
+
+
+@dataclass(frozen=True)
+class _Counts(Document):
+    records_in: int = 0
+    records_out: int | None = None
+
+
+@dataclass(frozen=True)
+class _Figures(Document):
+    index: int
+    counts: _Counts = field(metadata=wire(inline=True))
+    ratio: float | None = None
+
+
+def test_an_inline_documents_fields_stand_in_the_enclosing_object() -> None:
+    figures = _Figures(3, _Counts(7, None), 0.5)
+    assert figures.to_json() == {"index": 3, "recordsIn": 7, "recordsOut": None, "ratio": 0.5}
+    assert list(figures.to_json()) == ["index", "recordsIn", "recordsOut", "ratio"]
+    assert _Figures.from_json(figures.to_json()) == figures
+    with pytest.raises(DocumentError, match=r"^_Figures: 'recordsIn' must be an integer, not a string"):
+        _Figures.from_json({"index": 3, "recordsIn": "7"})
+
+
+def test_only_a_document_can_stand_inline() -> None:
+    @dataclass(frozen=True)
+    class Flat(Document):
+        count: int = field(metadata=wire(inline=True))
+
+    with pytest.raises(TypeError, match="only a Document's fields can stand inline"):
+        Flat(1).to_json()
