@@ -81,15 +81,11 @@ class Document:
 
     refuse_unknown: ClassVar[bool] = False
     """Whether a field the class does not declare is an error, rather than ignored."""
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
-    """Fields left out of `to_json` while they are None (present only in some states)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for spec in _fields(type(self)):
             value = getattr(self, spec.name)
-            if value is None and spec.name in self.omitted_when_none:
-                continue
             if spec.omit_when is not None and spec.omit_when(value):
                 continue
             if spec.inline:
