@@ -30,7 +30,7 @@ def state_file(value: Any, where: str, name: str) -> str:
     if not isinstance(value, str):
         raise wrong(where, name, value, "a string")
     if not value or "/" in value or "\\" in value or value in (".", "..") or not value.isprintable():
-        raise FormatError(f"{where}: {name!r} must be a plain file name, not {value!r}")
+        raise wrong(where, name, value, "a plain file name")
     return value
 
 
@@ -43,7 +43,7 @@ def key_groups(value: Any, where: str, name: str) -> tuple[int, int]:
         and value[0] <= value[1]
     )
     if not ok:
-        raise FormatError(f"{where}: {name!r} must be null or [first, last], not {value!r}")
+        raise wrong(where, name, value, "null or [first, last]")
     return value[0], value[1]
 
 
@@ -63,12 +63,9 @@ def protected_files(value: Any, where: str, name: str) -> tuple[str, ...]:
 
 
 def _stop_mode(value: Any, where: str, name: str) -> StopMode:
-    if not isinstance(value, str):
-        raise wrong(where, name, value, "a string or null")
-    try:
-        return StopMode.from_metadata(value)
-    except ValueError as err:
-        raise FormatError(f"{where}: {err}") from None
+    if value not in ("drain", "no-drain"):
+        raise wrong(where, name, value, "null, 'drain' or 'no-drain'")
+    return StopMode.from_metadata(value)
 
 
 def _stop_mode_text(mode: StopMode | None) -> str | None:

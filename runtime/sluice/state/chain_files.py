@@ -36,7 +36,10 @@ Frame = tuple[str, str, dict[Any, Any], list[Any]]
 def plain_name(name: Any, what: str) -> str:
     """Checks a file name read from an acknowledgement or a stored `_metadata`: no path, no dot first."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"{what} {name!r} is not a plain file name")
+        shown = repr(name)  # bounded: the name may be anything a stranger wrote
+        raise ValueError(
+            f"{what} {shown if len(shown) <= 60 else shown[:57] + '...'} is not a plain file name"
+        )
     return name
 
 

@@ -70,7 +70,7 @@ def test_metadata_reads_as_written() -> None:
         (("checkpointId",), "4", "'checkpointId' must be an integer, not a string"),
         (("version",), 4, "format version 4; this Sluice reads versions 1, 2, 3"),
         (("kind",), "backup", "'kind' must be one of 'checkpoint', 'savepoint'"),
-        (("stopMode",), "terminate", "stopMode must be null, 'drain' or 'no-drain'"),
+        (("stopMode",), "terminate", "'stopMode' must be null, 'drain' or 'no-drain', not a string"),
         (("operators",), {}, "'operators' must be an array, not an object"),
         (("operators", 0), [], "'operators[0]' must be an object, not an array"),
         (("operators", 0, "fullyFinished"), 1, "'fullyFinished' must be true or false"),
@@ -95,7 +95,7 @@ def test_metadata_reads_as_written() -> None:
         (("operators", 0, "finishedInputs"), [True], "'finishedInputs[0]' must be an integer"),
         (("version",), "3", "'version' must be an integer, not a string"),
         (("version",), KeyError, "lacks the field 'version'"),
-        (("stopMode",), 5, "'stopMode' must be a string or null, not a number"),
+        (("stopMode",), 5, "'stopMode' must be null, 'drain' or 'no-drain', not a number"),
     ],
 )
 def test_malformed_metadata_is_refused_naming_the_field(
@@ -105,6 +105,24 @@ def test_malformed_metadata_is_refused_naming_the_field(
         CheckpointMetadata.parse(with_field(path, value), "file:///chk/job/chk-4")
     assert problem in str(caught.value)
     assert "file:///chk/job/chk-4/_metadata" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("path", "../" * 100_000, 'plain file name, not a string ("../../'),
+        ("keyGroups", [0] * 100_000, "'keyGroups' must be null or [first, last], not an array ([0, 0"),
+        ("protectedFiles", ["/" * 100_000], "protected file name '///"),
+        ("sha256", "f" * 100_000, "'sha256' must be 64 lowercase hexadecimal digits, not a string"),
+    ],
+    ids=["path", "keyGroups", "protectedFiles", "sha256"],
+)
+def test_a_huge_malformed_field_gets_a_short_answer(field: str, value: Any, problem: str) -> None:
+    with pytest.raises(FormatError) as caught:
+        CheckpointMetadata.parse(
+            with_field(("operators", 0, "subtasks", 0, field), value), "file:///chk/j/chk-4"
+        )
+    assert problem in str(caught.value) and len(str(caught.value)) < 300
 
 
 @pytest.mark.parametrize("payload", [b"\x80\x04K\x01.", b"[]", b'{"version": 2', b"[" * 100_000])
