@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from sluice._states import CheckpointStatus, JobState, SubtaskState
 from sluice.checkpoint.pending import CheckpointRecord
+from sluice.coordinator._failure_text import AttemptFailure
+from sluice.coordinator._restore_info import RestoredFrom
 from sluice.coordinator.metrics import MetricsHistory, vertex_figures
 from sluice_contract.codec import Document, wire
 from sluice_contract.rest import JobRates, JobSummary, SubtaskCounts
@@ -32,28 +34,6 @@ _METRICS = (
     "deadLetters",
 )
 _RECENT_CHECKPOINTS = 10
-
-_JOB_KEYS = (
-    "jobId",
-    "name",
-    "state",
-    "startTime",
-    "endTime",
-    "uptimeMs",
-    "attempt",
-    "restarts",
-    "error",
-    "lastSavepoint",
-    "subtasks",
-    "checkpoints",
-    "vertices",
-    "taskManagers",
-    "metrics",
-    "rates",
-    "restoredFrom",
-    "exceptions",
-)
-"""The order of the keys of GET /v1/job, as it always was."""
 
 Figure = int | float | None
 """A figure as a TaskManager sent it (MetricsReport): a number, or null."""
@@ -240,61 +220,26 @@ class TaskManagerView(Document):
     pid: int
 
 
-@dataclass(frozen=True)
-class JobView:
-    job_id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class JobView(JobSummary):
+    """GET /v1/job: the contract's `JobSummary`, which the operator reads, then what the dashboard shows.
+    A field of the contract renamed or retyped is one here too; what the job master knows for certain is
+    typed narrower than the contract's reader allows."""
+
     state: JobState
-    start_ms: int
-    end_ms: int | None
+    restarts: int
+    name: str
     uptime_ms: int
     attempt: int
-    restarts: int
-    error: str | None
     last_savepoint: str | None
-    subtasks: SubtaskCounts
     checkpoints: CheckpointsView
     vertices: tuple[VertexView, ...]
     task_managers: tuple[TaskManagerView, ...]
-    counts: Counts
-    records_read_per_second: float | None
-    """What the sources emit."""
-    records_written_per_second: float | None
-    """What the sinks take."""
-    restored_from: JsonObject | None = None
-    """The snapshot the latest attempt restored (RestoredFrom.to_json), None when it started empty."""
-    exceptions: tuple[JsonObject, ...] = ()
+    counts: Counts = field(metadata=wire(name="metrics"))
+    restored_from: RestoredFrom | None = None
+    """The snapshot the latest attempt restored, None when it started empty."""
+    exceptions: tuple[AttemptFailure, ...] = ()
     """Why attempts failed, newest first (the last 20)."""
-
-    def summary(self) -> JobSummary:
-        """What the operator reads of the job (the contract's part of the document)."""
-        return JobSummary(
-            job_id=self.job_id,
-            state=self.state,
-            start_time=self.start_ms,
-            end_time=self.end_ms,
-            restarts=self.restarts,
-            error=self.error,
-            subtasks=self.subtasks,
-            rates=JobRates(self.records_read_per_second, self.records_written_per_second),
-        )
-
-    def to_json(self) -> JsonObject:
-        document = {
-            **self.summary().to_json(),
-            "name": self.name,
-            "uptimeMs": self.uptime_ms,
-            "attempt": self.attempt,
-            "lastSavepoint": self.last_savepoint,
-            "checkpoints": self.checkpoints.to_json(),
-            "vertices": [v.to_json() for v in self.vertices],
-            "taskManagers": [tm.to_json() for tm in self.task_managers],
-            "metrics": self.counts.to_json(),
-            "restoredFrom": self.restored_from,
-            "exceptions": list(self.exceptions),
-        }
-        # The document keeps the order of its keys; one the contract adds comes last.
-        return {**{key: document[key] for key in _JOB_KEYS if key in document}, **document}
 
 
 def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
@@ -314,8 +259,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
         job_id=job.config.job_id,
         name=job.graph.name,
         state=job.state,
-        start_ms=job.start_ms,
-        end_ms=job.end_ms,
+        start_time=job.start_ms,
+        end_time=job.end_ms,
         uptime_ms=max(0, end - job.start_ms),
         attempt=job.attempt,
         restarts=job.restarts,
@@ -333,10 +278,12 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
             for link in job.taskmanager_links()
         ),
         counts=Counts.total(job.metrics.values()),
-        records_read_per_second=sum(read_rates) if read_rates else None,
-        records_written_per_second=sum(written_rates) if written_rates else None,
-        restored_from=job.restored.to_json() if job.restored is not None else None,
-        exceptions=tuple(failure.to_json() for failure in reversed(job.exceptions)),
+        rates=JobRates(
+            records_read_per_second=sum(read_rates) if read_rates else None,
+            records_written_per_second=sum(written_rates) if written_rates else None,
+        ),
+        restored_from=job.restored,
+        exceptions=tuple(reversed(job.exceptions)),
     )
 
 
