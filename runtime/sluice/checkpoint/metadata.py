@@ -2,7 +2,9 @@
 
 The coordinator writes it last, once every subtask acknowledged; restoring, restore validation,
 retention of shared files and the operator (its own copy) read it. Whatever is read back is checked
-field by field: a `_metadata` comes from storage that other processes, or people, can write.
+field by field: a `_metadata` comes from storage that other processes, or people, can write. The records
+are documents of the contract's codec (`sluice_contract.codec`); the checks a type cannot state are the
+field readers below, which the checkpoint acknowledgement uses too.
 """
 
 from __future__ import annotations
@@ -51,13 +53,13 @@ _MAX_PROTECTED = 64
 
 
 def protected_files(value: Any, where: str, name: str) -> tuple[str, ...]:
+    """Names of files under `shared/`: plain file names, a bounded number of them."""
     if not isinstance(value, list):
         raise wrong(where, name, value, "an array")
-    names = value
-    if len(names) > _MAX_PROTECTED:
-        raise FormatError(f"{where}: {name!r} lists {len(names)} files, at most {_MAX_PROTECTED}")
+    if len(value) > _MAX_PROTECTED:
+        raise FormatError(f"{where}: {name!r} lists {len(value)} files, at most {_MAX_PROTECTED}")
     try:
-        return tuple(plain_name(n, "protected file name") for n in names)
+        return tuple(plain_name(n, "protected file name") for n in value)
     except ValueError as err:
         raise FormatError(f"{where}: {err}") from None
 
