@@ -142,6 +142,8 @@ def wrong(where: str, name: str, value: Any, expected: str) -> DocumentError:
 
 def check(kind: Any, value: Any, where: str, name: str, minimum: int | None = None) -> Any:
     """`value` read as the type `kind`; `name` is the field (`tasks[2]` for an item of one)."""
+    if kind in _SCALARS:  # most values: spared the look at the type's origin
+        return _scalar(kind, value, where, name, minimum, "")
     origin = typing.get_origin(kind)
     if origin in (types.UnionType, typing.Union):
         members = [m for m in typing.get_args(kind) if m is not type(None)]
@@ -156,6 +158,8 @@ def check(kind: Any, value: Any, where: str, name: str, minimum: int | None = No
 
 
 def _one(kind: Any, value: Any, where: str, name: str, minimum: int | None, or_null: str) -> Any:
+    if kind in _SCALARS:
+        return _scalar(kind, value, where, name, minimum, or_null)
     origin = typing.get_origin(kind)
     if origin is tuple:
         return _tuple(typing.get_args(kind), value, where, name, minimum, or_null)
@@ -169,8 +173,10 @@ def _one(kind: Any, value: Any, where: str, name: str, minimum: int | None, or_n
         if not isinstance(value, str) or value not in {m.value for m in kind}:
             raise wrong(where, name, value, "one of " + ", ".join(repr(m.value) for m in kind) + or_null)
         return kind(value)
-    if kind not in _SCALARS:
-        raise TypeError(f"{where} {name}: a field of type {kind} cannot be read")
+    raise TypeError(f"{where} {name}: a field of type {kind} cannot be read")
+
+
+def _scalar(kind: type, value: Any, where: str, name: str, minimum: int | None, or_null: str) -> Any:
     is_bool = isinstance(value, bool)
     ok = (
         (kind is bool and is_bool)
@@ -311,7 +317,12 @@ def _camel(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _encode(value: Any) -> Any:
+    if type(value) in _PLAIN:  # most values: spared the checks below (Mapping's is an ABC's)
+        return value
     if isinstance(value, Document):
         return value.to_json()
     if isinstance(value, tuple):

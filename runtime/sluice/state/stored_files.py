@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -37,8 +38,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def is_digest(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
 
 
 def digest_field(value: Any, where: str, name: str) -> str:
