@@ -11,7 +11,9 @@ Types a field may have: str, int, float, bool, `int | float` (a number kept as s
 another Document, `tuple[T, ...]`, fixed-length tuples such as `tuple[str, int]`, `Mapping[K, V]`
 (a JSON object; K is str, int, or a tuple of ints written `"0:1"`), and `T | None`. `wire(...)` adds
 what a type cannot say: a JSON name, a minimum for whole numbers, whether a field with a default must
-still be sent, when it is left out, and, for the few fields whose check is not a type, a reader of its own.
+still be sent, whether a missing `T | None` field reads as null, when it is left out, whether it is
+part of the document at all or has its fields inline in the enclosing object, and, for the few fields
+whose check is not a type, a reader of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ def wire(
     name: str | None = None,
     minimum: int | None = None,
     required: bool = False,
+    absent_is_null: bool = False,
     omit_when: Callable[[Any], bool] | None = None,
+    skip: bool = False,
+    inline: bool = False,
     read: Reader | None = None,
     write: Writer | None = None,
 ) -> dict[str, Any]:
@@ -47,11 +52,16 @@ def wire(
 
     name: its JSON name (else the camelCase of its own); minimum: the least value of every whole number
     in it (pairs, mapping values included); required: a reader refuses it missing though the class has a
-    default; omit_when: `to_json` leaves it out when this holds of its value; read/write: its own
-    conversion, for a field whose check is more than a type (a file name, a digest).
+    default; absent_is_null: a reader takes a `T | None` field that is missing as null, though the class
+    has no default for it; omit_when: `to_json` leaves it out when this holds of its value; skip: not
+    part of the document (neither written nor read: it keeps its default, say where the document was
+    read from); inline: a Document whose fields stand in the enclosing object itself, beside the
+    others (one JSON object made of two parts); read/write: its own conversion, for a field whose check
+    is more than a type (a file name, a digest). A `T | None` field's null is null: its own reader sees
+    only values.
     """
     metadata: dict[str, Any] = {"json": name, "minimum": minimum, "required": required}
-    metadata |= {"omit_when": omit_when}
+    metadata |= {"absent_is_null": absent_is_null, "omit_when": omit_when, "skip": skip, "inline": inline}
     metadata |= {"read": read, "write": write}
     return {k: v for k, v in metadata.items() if v is not None and v is not False}
 
@@ -61,21 +71,25 @@ def is_none(value: Any) -> bool:
     return value is None
 
 
+def is_empty(value: Any) -> bool:
+    """For `wire(omit_when=is_empty)`: an array or object sent only while it has items."""
+    return len(value) == 0
+
+
 class Document:
     """A JSON document of the contract; subclasses are frozen dataclasses."""
 
     refuse_unknown: ClassVar[bool] = False
     """Whether a field the class does not declare is an error, rather than ignored."""
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
-    """Fields left out of `to_json` while they are None (present only in some states)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for spec in _fields(type(self)):
             value = getattr(self, spec.name)
-            if value is None and spec.name in self.omitted_when_none:
-                continue
             if spec.omit_when is not None and spec.omit_when(value):
+                continue
+            if spec.inline:
+                out |= value.to_json()
                 continue
             out[spec.json_name] = spec.write(value) if spec.write is not None else _encode(value)
         return out
@@ -85,21 +99,40 @@ class Document:
         """Reads a document; `where` names it in errors ("control message 'trigger'")."""
         where = where or cls.__name__
         if not isinstance(data, dict):
-            raise DocumentError(f"{where} must be a JSON object, not {_kind(data)} ({_shown(data)})")
+            raise _not_an_object(where, data)
         specs = _fields(cls)
         if cls.refuse_unknown and (unknown := sorted(set(data) - {s.json_name for s in specs})):
             raise DocumentError(f"{where}: {unknown[0]!r} is not a field of {cls.__name__}")
         values: dict[str, Any] = {}
         for spec in specs:
-            if spec.json_name in data:
+            if spec.inline:
+                values[spec.name] = spec.type.from_json(data, where)
+            elif spec.json_name in data:
                 value = data[spec.json_name]
-                if spec.read is not None:
+                if spec.read is not None and not (value is None and spec.nullable):
                     values[spec.name] = spec.read(value, where, spec.json_name)
                 else:
                     values[spec.name] = check(spec.type, value, where, spec.json_name, spec.minimum)
+            elif spec.absent_is_null:
+                values[spec.name] = None
             elif not spec.optional:
                 raise DocumentError(f"{where} lacks the field {spec.json_name!r}")
         return cls(**values)
+
+
+def decode_object(payload: bytes | str, where: str) -> dict[str, Any]:
+    """JSON text that must be one object (a stored document): decoded, its fields not yet read."""
+    try:
+        value = json.loads(payload)
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
+        raise DocumentError(f"{where} is not JSON: {str(err)[:200]}") from None
+    if not isinstance(value, dict):
+        raise _not_an_object(where, value)
+    return value
+
+
+def _not_an_object(where: str, value: Any) -> DocumentError:
+    return DocumentError(f"{where} must be a JSON object, not {_kind(value)} ({_shown(value)})")
 
 
 def wrong(where: str, name: str, value: Any, expected: str) -> DocumentError:
@@ -109,6 +142,8 @@ def wrong(where: str, name: str, value: Any, expected: str) -> DocumentError:
 
 def check(kind: Any, value: Any, where: str, name: str, minimum: int | None = None) -> Any:
     """`value` read as the type `kind`; `name` is the field (`tasks[2]` for an item of one)."""
+    if kind in _SCALARS:  # most values: spared the look at the type's origin
+        return _scalar(kind, value, where, name, minimum, "")
     origin = typing.get_origin(kind)
     if origin in (types.UnionType, typing.Union):
         members = [m for m in typing.get_args(kind) if m is not type(None)]
@@ -123,6 +158,8 @@ def check(kind: Any, value: Any, where: str, name: str, minimum: int | None = No
 
 
 def _one(kind: Any, value: Any, where: str, name: str, minimum: int | None, or_null: str) -> Any:
+    if kind in _SCALARS:
+        return _scalar(kind, value, where, name, minimum, or_null)
     origin = typing.get_origin(kind)
     if origin is tuple:
         return _tuple(typing.get_args(kind), value, where, name, minimum, or_null)
@@ -136,8 +173,10 @@ def _one(kind: Any, value: Any, where: str, name: str, minimum: int | None, or_n
         if not isinstance(value, str) or value not in {m.value for m in kind}:
             raise wrong(where, name, value, "one of " + ", ".join(repr(m.value) for m in kind) + or_null)
         return kind(value)
-    if kind not in _SCALARS:
-        raise TypeError(f"{where} {name}: a field of type {kind} cannot be read")
+    raise TypeError(f"{where} {name}: a field of type {kind} cannot be read")
+
+
+def _scalar(kind: type, value: Any, where: str, name: str, minimum: int | None, or_null: str) -> Any:
     is_bool = isinstance(value, bool)
     ok = (
         (kind is bool and is_bool)
@@ -219,6 +258,10 @@ class _Field:
     type: Any
     optional: bool
     """May be left out of what is read (it has a default, and is not `required`)."""
+    absent_is_null: bool
+    inline: bool
+    nullable: bool
+    """Its type is `T | None`."""
     minimum: int | None
     omit_when: Callable[[Any], bool] | None
     read: Reader | None
@@ -241,12 +284,25 @@ def _described(cls: type) -> tuple[_Field, ...]:
     for f in dataclasses.fields(cls):
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         meta = f.metadata
+        if meta.get("skip"):
+            if not has_default:
+                raise TypeError(f"{cls.__name__}.{f.name}: a field outside the document needs a default")
+            continue
+        nullable = type(None) in typing.get_args(hints[f.name])
+        if meta.get("absent_is_null") and not nullable:
+            raise TypeError(f"{cls.__name__}.{f.name}: only a `T | None` field can read as null when missing")
+        inline = meta.get("inline", False)
+        if inline and not (isinstance(hints[f.name], type) and issubclass(hints[f.name], Document)):
+            raise TypeError(f"{cls.__name__}.{f.name}: only a Document's fields can stand inline")
         specs.append(
             _Field(
                 f.name,
                 meta.get("json") or _camel(f.name),
                 hints[f.name],
                 has_default and not meta.get("required", False),
+                meta.get("absent_is_null", False),
+                inline,
+                nullable,
                 meta.get("minimum"),
                 meta.get("omit_when"),
                 meta.get("read"),
@@ -261,7 +317,12 @@ def _camel(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _encode(value: Any) -> Any:
+    if type(value) in _PLAIN:  # most values: spared the checks below (Mapping's is an ABC's)
+        return value
     if isinstance(value, Document):
         return value.to_json()
     if isinstance(value, tuple):

@@ -9,9 +9,9 @@ older operator lacks (`sluice_contract.states` has the ones there are).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .codec import Document, DocumentError
+from .codec import Document, DocumentError, is_none, wire
 from .states import CheckpointKind, StopMode
 
 __all__ = [
@@ -57,24 +57,13 @@ class JobSummary(Document):
     rates: JobRates = JobRates()
 
 
+_ONCE_COMPLETED = wire(omit_when=is_none)
+
+
 @dataclass(frozen=True)
 class CheckpointSummary(Document):
-    """One checkpoint or savepoint as `GET /v1/checkpoints` shows it (`latest`, `history`)."""
-
-    omitted_when_none = frozenset(
-        {
-            "fully_finished_operators",
-            "finished_subtasks",
-            "duration_ms",
-            "sync_ms",
-            "async_ms",
-            "start_delay_ms",
-            "alignment_ms",
-            "bytes_written",
-            "state_size",
-        }
-    )
-    """Shown once it completed: what it cost and which operators had finished."""
+    """One checkpoint or savepoint as `GET /v1/checkpoints` shows it (`latest`, `history`). What it cost
+    and which operators had finished are shown once it completed (`_ONCE_COMPLETED`: left out till then)."""
 
     id: int
     kind: CheckpointKind
@@ -84,16 +73,16 @@ class CheckpointSummary(Document):
     completion_time: int | None = None
     path: str | None = None
     error: str | None = None
-    fully_finished_operators: tuple[str, ...] | None = None
-    finished_subtasks: int | None = None
-    duration_ms: int | None = None
-    sync_ms: float | None = None
+    fully_finished_operators: tuple[str, ...] | None = field(default=None, metadata=_ONCE_COMPLETED)
+    finished_subtasks: int | None = field(default=None, metadata=_ONCE_COMPLETED)
+    duration_ms: int | None = field(default=None, metadata=_ONCE_COMPLETED)
+    sync_ms: float | None = field(default=None, metadata=_ONCE_COMPLETED)
     """The longest synchronous part of a subtask's snapshot (its record processing stopped)."""
-    async_ms: float | None = None
-    start_delay_ms: float | None = None
-    alignment_ms: float | None = None
-    bytes_written: int | None = None
-    state_size: int | None = None
+    async_ms: float | None = field(default=None, metadata=_ONCE_COMPLETED)
+    start_delay_ms: float | None = field(default=None, metadata=_ONCE_COMPLETED)
+    alignment_ms: float | None = field(default=None, metadata=_ONCE_COMPLETED)
+    bytes_written: int | None = field(default=None, metadata=_ONCE_COMPLETED)
+    state_size: int | None = field(default=None, metadata=_ONCE_COMPLETED)
     """All the state the checkpoint references, shared files included."""
 
 

@@ -9,28 +9,24 @@ a malformed acknowledgement ends the TaskManager's control connection, as any ma
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from sluice._json import Fields
 from sluice.checkpoint.metadata import (
+    DIGEST,
+    KEY_GROUPS,
+    PROTECTED_FILES,
     PendingCommit,
     SubtaskHandle,
-    digest_of,
-    file_name,
-    key_groups_of,
-    keyed_files_of,
-    protected_files_of,
+    state_file,
 )
 from sluice.state.chain_files import KeyedFile
-from sluice_contract.codec import Document, is_none, wire
+from sluice_contract.codec import Document, is_empty, wire
 from sluice_contract.messages import Message
 
-
-def _checked_as_in_metadata(read: Callable[[Fields, str], Any]) -> Callable[[Any, str, str], Any]:
-    # The handles' fields get exactly the checks `_metadata` gives them when it is read back.
-    return lambda value, where, name: read(Fields({name: value}, where), name)
+# The handles' fields get exactly the checks `_metadata` gives them when it is read back.
+_PATH = wire(read=state_file)
+_KEYED_FILES = wire(omit_when=is_empty)
 
 
 def _figure(value: Any, where: str, name: str) -> float:
@@ -49,22 +45,6 @@ def _duration(value: Any, where: str, name: str) -> float:
     return round(_figure(value, where, name), 3)
 
 
-_PATH = wire(
-    read=_checked_as_in_metadata(
-        lambda fields, name: file_name(fields, name) if fields.data[name] is not None else None
-    )
-)
-_DIGEST = wire(read=_checked_as_in_metadata(digest_of), omit_when=is_none)
-_KEY_GROUPS = wire(read=_checked_as_in_metadata(lambda fields, _: key_groups_of(fields)))
-_KEYED_FILES = wire(
-    read=_checked_as_in_metadata(lambda fields, _: keyed_files_of(fields)),
-    write=lambda files: [f.as_json() for f in files],
-    omit_when=lambda files: not files,
-)
-_PROTECTED_FILES = wire(
-    read=_checked_as_in_metadata(lambda fields, _: protected_files_of(fields)),
-    omit_when=lambda names: not names,
-)
 _REQUIRED = wire(required=True)
 
 
@@ -78,19 +58,19 @@ class AckedOperator(Document):
     path: str | None = field(default=None, metadata=_PATH)
     """Its state file beside `_metadata`, or None."""
     size: int = field(default=0, metadata=wire(minimum=0, required=True))
-    key_groups: tuple[int, int] | None = field(default=None, metadata=_KEY_GROUPS)
+    key_groups: tuple[int, int] | None = field(default=None, metadata=KEY_GROUPS)
     operator_state: bool = field(default=True, metadata=_REQUIRED)
     union: bool = field(default=False, metadata=_REQUIRED)
     pending_commits: bool = field(default=False, metadata=_REQUIRED)
     """A finished operator whose state file holds transactions to commit once the checkpoint completes."""
     keyed_files: tuple[KeyedFile, ...] = field(default=(), metadata=_KEYED_FILES)
-    protected_files: tuple[str, ...] = field(default=(), metadata=_PROTECTED_FILES)
+    protected_files: tuple[str, ...] = field(default=(), metadata=PROTECTED_FILES)
     """Shared files the subtask is still writing (a compaction of its chain): kept, never restored."""
     bytes_written: int = field(default=0, metadata=wire(read=_count))
     """Bytes written for this checkpoint (the state file and the newest keyed file)."""
     state_size: int = field(default=0, metadata=wire(read=_count))
     """Bytes of all state it references, files shared with earlier checkpoints included."""
-    sha256: str | None = field(default=None, metadata=_DIGEST)
+    sha256: str | None = field(default=None, metadata=DIGEST)
     """The digest of the state file at `path`, taken while it was written."""
 
     def handle(self, index: int) -> SubtaskHandle:

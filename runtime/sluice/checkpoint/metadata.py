@@ -2,19 +2,22 @@
 
 The coordinator writes it last, once every subtask acknowledged; restoring, restore validation,
 retention of shared files and the operator (its own copy) read it. Whatever is read back is checked
-field by field: a `_metadata` comes from storage that other processes, or people, can write.
+field by field: a `_metadata` comes from storage that other processes, or people, can write. The records
+are documents of the contract's codec (`sluice_contract.codec`); the checks a type cannot state are the
+field readers below, which the checkpoint acknowledgement uses too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Self
 
-from sluice._json import Fields, FormatError, parse_object
+from sluice._json import FormatError
 from sluice._states import CheckpointKind, StopMode
 from sluice.state.chain_files import KeyedFile, plain_name
-from sluice.state.stored_files import is_digest
+from sluice.state.stored_files import digest_field
+from sluice_contract.codec import Document, check, decode_object, is_empty, is_none, wire, wrong
 
 METADATA_VERSION = 3
 """3: a SHA-256 per state file and a MAC over the whole (`sluice.checkpoint.integrity`); 2: keyed state
@@ -24,25 +27,17 @@ READABLE_VERSIONS = (1, 2, 3)
 DIGESTS_SINCE = 3
 
 
-def file_name(fields: Fields, name: str) -> str:
+def state_file(value: Any, where: str, name: str) -> str:
     """A state file's name relative to the directory of `_metadata`: never a path that leaves it."""
-    value = fields.text(name)
+    if not isinstance(value, str):
+        raise wrong(where, name, value, "a string")
     if not value or "/" in value or "\\" in value or value in (".", "..") or not value.isprintable():
-        raise FormatError(f"{fields.where}: {name!r} must be a plain file name, not {value!r}")
+        raise wrong(where, name, value, "a plain file name")
     return value
 
 
-def digest_of(fields: Fields, name: str = "sha256") -> str | None:
-    value = fields.data.get(name)
-    if value is not None and not is_digest(value):
-        raise FormatError(f"{fields.where}: {name!r} must be 64 lowercase hexadecimal digits, not {value!r}")
-    return value if isinstance(value, str) else None
-
-
-def key_groups_of(fields: Fields) -> tuple[int, int] | None:
-    value = fields.data.get("keyGroups")
-    if value is None:
-        return None
+def key_groups(value: Any, where: str, name: str) -> tuple[int, int]:
+    """`[first, last]`, inclusive: the key groups of a keyed operator's subtask."""
     ok = (
         isinstance(value, list)
         and len(value) == 2
@@ -50,152 +45,88 @@ def key_groups_of(fields: Fields) -> tuple[int, int] | None:
         and value[0] <= value[1]
     )
     if not ok:
-        raise FormatError(f"{fields.where}: 'keyGroups' must be null or [first, last], not {value!r}")
+        raise wrong(where, name, value, "null or [first, last]")
     return value[0], value[1]
-
-
-def keyed_files_of(fields: Fields) -> tuple[KeyedFile, ...]:
-    try:
-        return tuple(KeyedFile.from_json(f) for f in fields.array("keyedFiles", []))
-    except ValueError as err:
-        raise FormatError(f"{fields.where}: {err}") from None
 
 
 _MAX_PROTECTED = 64
 
 
-def protected_files_of(fields: Fields) -> tuple[str, ...]:
-    names = fields.array("protectedFiles", [])
-    if len(names) > _MAX_PROTECTED:
-        raise FormatError(
-            f"{fields.where}: 'protectedFiles' lists {len(names)} files, at most {_MAX_PROTECTED}"
-        )
+def protected_files(value: Any, where: str, name: str) -> tuple[str, ...]:
+    """Names of files under `shared/`: plain file names, a bounded number of them."""
+    if not isinstance(value, list):
+        raise wrong(where, name, value, "an array")
+    if len(value) > _MAX_PROTECTED:
+        raise FormatError(f"{where}: {name!r} lists {len(value)} files, at most {_MAX_PROTECTED}")
     try:
-        return tuple(plain_name(name, "protected file name") for name in names)
+        return tuple(plain_name(n, "protected file name") for n in value)
     except ValueError as err:
-        raise FormatError(f"{fields.where}: {err}") from None
+        raise FormatError(f"{where}: {err}") from None
+
+
+def _stop_mode(value: Any, where: str, name: str) -> StopMode:
+    if value not in ("drain", "no-drain"):
+        raise wrong(where, name, value, "null, 'drain' or 'no-drain'")
+    return StopMode.from_metadata(value)
+
+
+def _stop_mode_text(mode: StopMode | None) -> str | None:
+    return None if mode is None else mode.in_metadata
+
+
+DIGEST = wire(read=digest_field, omit_when=is_none)
+"""The SHA-256 of a state file, sent and stored only when there is a file."""
+KEY_GROUPS = wire(read=key_groups)
+PROTECTED_FILES = wire(read=protected_files, omit_when=is_empty)
+_REQUIRED_COUNTS = wire(minimum=0, required=True)
 
 
 @dataclass(frozen=True)
-class SubtaskHandle:
+class SubtaskHandle(Document):
     """The state a running subtask of an operator checkpointed."""
 
-    index: int
-    path: str | None
+    index: int = field(metadata=wire(minimum=0))
+    path: str | None = field(metadata=wire(absent_is_null=True, read=state_file))
     """Its own state file (operator state, timers, keyed state of version 1), or None."""
-    size: int
-    key_groups: tuple[int, int] | None = None
+    size: int = field(metadata=wire(minimum=0))
+    key_groups: tuple[int, int] | None = field(default=None, metadata=KEY_GROUPS)
     """`(first, last)` key groups, inclusive, of a keyed operator's subtask."""
     operator_state: bool = True
     """Whether the state file holds operator (list, union, broadcast) state."""
     union: bool = False
-    keyed_files: tuple[KeyedFile, ...] = ()
+    keyed_files: tuple[KeyedFile, ...] = field(default=(), metadata=wire(omit_when=is_empty))
     """The keyed state backend's chain of files, oldest (full) first."""
-    protected_files: tuple[str, ...] = ()
+    protected_files: tuple[str, ...] = field(default=(), metadata=PROTECTED_FILES)
     """Files under `shared/` the subtask was still writing (a compaction): kept while this checkpoint
     is, never read by a restore."""
-    sha256: str | None = None
+    sha256: str | None = field(default=None, metadata=DIGEST)
     """The digest of the state file at `path`, taken while it was written."""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "index": self.index,
-            "path": self.path,
-            "size": self.size,
-            "keyGroups": None if self.key_groups is None else list(self.key_groups),
-            "operatorState": self.operator_state,
-            "union": self.union,
-        }
-        if self.sha256 is not None:
-            out["sha256"] = self.sha256
-        if self.keyed_files:
-            out["keyedFiles"] = [f.as_json() for f in self.keyed_files]
-        if self.protected_files:
-            out["protectedFiles"] = list(self.protected_files)
-        return out
-
-    @staticmethod
-    def from_json(fields: Fields) -> SubtaskHandle:
-        return SubtaskHandle(
-            index=fields.integer("index", minimum=0),
-            path=None if fields.data.get("path") is None else file_name(fields, "path"),
-            size=fields.integer("size", minimum=0),
-            key_groups=key_groups_of(fields),
-            operator_state=fields.flag("operatorState", True),
-            union=fields.flag("union", False),
-            keyed_files=keyed_files_of(fields),
-            protected_files=protected_files_of(fields),
-            sha256=digest_of(fields),
-        )
-
 
 @dataclass(frozen=True)
-class PendingCommit:
+class PendingCommit(Document):
     """A finished subtask's transactions that the checkpoint's completion commits (2PC sinks)."""
 
-    index: int
-    path: str
-    size: int
-    sha256: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"index": self.index, "path": self.path, "size": self.size}
-        if self.sha256 is not None:
-            out["sha256"] = self.sha256
-        return out
-
-    @staticmethod
-    def from_json(fields: Fields) -> PendingCommit:
-        return PendingCommit(
-            fields.integer("index", minimum=0),
-            file_name(fields, "path"),
-            fields.integer("size", minimum=0),
-            digest_of(fields),
-        )
+    index: int = field(metadata=wire(minimum=0))
+    path: str = field(metadata=wire(read=state_file))
+    size: int = field(metadata=wire(minimum=0))
+    sha256: str | None = field(default=None, metadata=DIGEST)
 
 
 @dataclass(frozen=True)
-class OperatorEntry:
+class OperatorEntry(Document):
     uid: str
-    parallelism: int
-    max_parallelism: int
+    parallelism: int = field(metadata=wire(minimum=1))
+    max_parallelism: int = field(metadata=wire(minimum=1))
     fully_finished: bool
     """Every subtask had finished: no state, and the operator does not run again after a restore."""
-    finished_subtasks: tuple[int, ...] = ()
-    subtasks: tuple[SubtaskHandle, ...] = ()
-    pending_commits: tuple[PendingCommit, ...] = ()
+    finished_subtasks: tuple[int, ...] = field(default=(), metadata=_REQUIRED_COUNTS)
+    subtasks: tuple[SubtaskHandle, ...] = field(default=(), metadata=wire(required=True))
+    pending_commits: tuple[PendingCommit, ...] = field(default=(), metadata=wire(omit_when=is_empty))
     """Only on a fully finished operator: what its final checkpoint still has to commit."""
-    finished_inputs: tuple[int, ...] = ()
+    finished_inputs: tuple[int, ...] = field(default=(), metadata=wire(minimum=0, omit_when=is_empty))
     """Only on a running two-input operator (connect, joins): its inputs (0, 1) that had ended, their
     upstream fully finished; a restore does not run those again, and the operator keeps their state."""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "uid": self.uid,
-            "parallelism": self.parallelism,
-            "maxParallelism": self.max_parallelism,
-            "fullyFinished": self.fully_finished,
-            "finishedSubtasks": list(self.finished_subtasks),
-            "subtasks": [h.to_json() for h in self.subtasks],
-        }
-        if self.pending_commits:
-            out["pendingCommits"] = [c.to_json() for c in self.pending_commits]
-        if self.finished_inputs:
-            out["finishedInputs"] = list(self.finished_inputs)
-        return out
-
-    @staticmethod
-    def from_json(fields: Fields) -> OperatorEntry:
-        return OperatorEntry(
-            uid=fields.text("uid"),
-            parallelism=fields.integer("parallelism", minimum=1),
-            max_parallelism=fields.integer("maxParallelism", minimum=1),
-            fully_finished=fields.flag("fullyFinished"),
-            finished_subtasks=tuple(fields.integers("finishedSubtasks")),
-            subtasks=tuple(SubtaskHandle.from_json(f) for f in fields.objects("subtasks")),
-            pending_commits=tuple(PendingCommit.from_json(f) for f in fields.objects("pendingCommits", [])),
-            finished_inputs=tuple(fields.integers("finishedInputs", [])),
-        )
 
     def handles(self) -> Iterator[SubtaskHandle | PendingCommit]:
         yield from self.subtasks
@@ -203,63 +134,49 @@ class OperatorEntry:
 
 
 @dataclass(frozen=True)
-class CheckpointMetadata:
-    checkpoint_id: int
+class CheckpointMetadata(Document):
+    checkpoint_id: int = field(metadata=wire(minimum=0))
     job_id: str
     kind: CheckpointKind
     timestamp: int
     """When the checkpoint was triggered, ms since the epoch."""
-    stop_mode: StopMode | None
+    stop_mode: StopMode | None = field(
+        metadata=wire(absent_is_null=True, read=_stop_mode, write=_stop_mode_text)
+    )
     """The stop-with-savepoint this savepoint was taken for, or None (the job went on)."""
     operators: tuple[OperatorEntry, ...]
-    version: int = METADATA_VERSION
-    location: str = ""
+    version: int = field(default=METADATA_VERSION, metadata=wire(required=True))
+    location: str = field(default="", metadata=wire(skip=True))
     """Where it was read from (not part of the file: a savepoint can be moved)."""
-    digest: str = ""
+    digest: str = field(default="", metadata=wire(skip=True))
     """The SHA-256 of the `_metadata` bytes it was read from (not part of the file): the coordinator
     names it to the TaskManagers, which then read only the `_metadata` it checked."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "checkpointId": self.checkpoint_id,
-            "jobId": self.job_id,
-            "kind": self.kind,
-            "timestamp": self.timestamp,
-            "stopMode": None if self.stop_mode is None else self.stop_mode.in_metadata,
-            "operators": [op.to_json() for op in self.operators],
-        }
-
     @staticmethod
-    def from_json(payload: bytes | str, location: str = "") -> CheckpointMetadata:
+    def parse(payload: bytes | str, location: str = "") -> CheckpointMetadata:
         """Parses a `_metadata` file; a malformed one raises FormatError saying which field is wrong."""
-        return CheckpointMetadata.from_fields(parse_object(payload, f"{location or 'a'}/_metadata"), location)
+        where = _where(location)
+        return CheckpointMetadata.read(decode_object(payload, where), location)
 
     @staticmethod
-    def from_fields(fields: Fields, location: str = "") -> CheckpointMetadata:
-        version = fields.integer("version")
-        if version not in READABLE_VERSIONS:
-            raise FormatError(
-                f"{fields.where} has format version {version}; this Sluice reads versions "
-                f"{', '.join(map(str, READABLE_VERSIONS))} (it was written by a newer Sluice?)"
-            )
-        stop_mode = fields.optional_text("stopMode")
-        try:
-            mode = None if stop_mode is None else StopMode.from_metadata(stop_mode)
-        except ValueError as err:
-            raise FormatError(f"{fields.where}: {err}") from None
-        metadata = CheckpointMetadata(
-            checkpoint_id=fields.integer("checkpointId", minimum=0),
-            job_id=fields.text("jobId"),
-            kind=fields.choice("kind", CheckpointKind),
-            timestamp=fields.integer("timestamp"),
-            stop_mode=mode,
-            operators=tuple(OperatorEntry.from_json(f) for f in fields.objects("operators")),
-            version=version,
-            location=location,
-        )
-        if version >= DIGESTS_SINCE and (missing := metadata.undigested()):
-            raise FormatError(f"{fields.where}: state file {missing} has no 'sha256'")
+    def read(document: Any, location: str = "") -> CheckpointMetadata:
+        """The `_metadata` at `location`, already decoded (its MAC checked by the caller, or not)."""
+        return replace(CheckpointMetadata.from_json(document, _where(location)), location=location)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        where = where or "_metadata"
+        # The version first: a newer format is told as such, not as the first field it changed.
+        if isinstance(data, dict) and "version" in data:
+            version = check(int, data["version"], where, "version")
+            if version not in READABLE_VERSIONS:
+                raise FormatError(
+                    f"{where} has format version {version}; this Sluice reads versions "
+                    f"{', '.join(map(str, READABLE_VERSIONS))} (it was written by a newer Sluice?)"
+                )
+        metadata = super().from_json(data, where)
+        if metadata.version >= DIGESTS_SINCE and (missing := metadata.undigested()):
+            raise FormatError(f"{where}: state file {missing} has no 'sha256'")
         return metadata
 
     def undigested(self) -> str | None:
@@ -281,3 +198,7 @@ class CheckpointMetadata:
         """The files under the job's shared directory that this checkpoint refers to or protects."""
         names = {f.name for op in self.operators for h in op.subtasks for f in h.keyed_files if f.shared}
         return names | {name for op in self.operators for h in op.subtasks for name in h.protected_files}
+
+
+def _where(location: str) -> str:
+    return f"{location or 'a'}/_metadata"

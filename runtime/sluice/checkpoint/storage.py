@@ -18,13 +18,13 @@ import uuid
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs, normalize
-from sluice._json import parse_object
 from sluice.checkpoint.integrity import INTEGRITY_FIELD, IntegrityError, Verdict, seal, verdict
 from sluice.checkpoint.metadata import DIGESTS_SINCE, CheckpointMetadata
 from sluice.checkpoint.state_key import StateKey
 from sluice.state.stored_files import DigestingWriter, read_verified, sha256
 from sluice_contract import checkpoints
 from sluice_contract.checkpoints import METADATA, SHARED_DIR, NoRestorableCheckpoint
+from sluice_contract.codec import decode_object
 
 __all__ = ["CheckpointStorage", "NoRestorableCheckpoint"]
 
@@ -180,8 +180,8 @@ def read_metadata(location: str, key: StateKey, *, trust: bool = False) -> Check
     not trusted, FormatError when it is malformed (both are ValueErrors).
     """
     uri, payload = _read_raw_metadata(location)
-    fields = parse_object(payload, f"{uri}/{METADATA}")
-    found = verdict(fields.data, key)
+    document = decode_object(payload, f"{uri}/{METADATA}")
+    found = verdict(document, key)
     if found is not Verdict.VALID:
         if not trust:
             raise IntegrityError(
@@ -196,7 +196,7 @@ def read_metadata(location: str, key: StateKey, *, trust: bool = False) -> Check
             METADATA,
             found.explain(key.key_id),
         )
-    metadata = CheckpointMetadata.from_fields(fields, location=uri)
+    metadata = CheckpointMetadata.read(document, location=uri)
     return dataclasses.replace(metadata, digest=sha256(payload))
 
 
@@ -205,7 +205,7 @@ def read_pinned_metadata(location: str, digest: str) -> CheckpointMetadata:
     checked and restores (TaskManagers hold no key; they read the very file the coordinator accepted)."""
     uri = normalize(location)
     payload = read_verified(join(uri, METADATA), digest, join(uri, METADATA))
-    metadata = CheckpointMetadata.from_json(payload, location=uri)
+    metadata = CheckpointMetadata.parse(payload, location=uri)
     return dataclasses.replace(metadata, digest=digest)
 
 
@@ -231,7 +231,7 @@ def collect_shared(storage: CheckpointStorage, written_before: int) -> int:
             # Not checked against the key: whatever any `_metadata` names is kept. One from before MACs
             # can still be restored with --trust-savepoint, and keeping too much costs only space.
             uri, payload = _read_raw_metadata(location)
-            referenced |= CheckpointMetadata.from_json(payload, uri).shared_names()
+            referenced |= CheckpointMetadata.parse(payload, uri).shared_names()
         except FileNotFoundError:
             continue  # no _metadata: not a checkpoint, nothing restores it
     fs, path = filesystem(join(storage.job_dir, SHARED_DIR))

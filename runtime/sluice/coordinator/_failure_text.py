@@ -13,8 +13,10 @@ import logging
 import re
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from sluice_contract.codec import Document, wire
 
 log = logging.getLogger("sluice.coordinator.jobmaster")  # where task failures have always been logged
 _FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+')
@@ -54,13 +56,12 @@ HISTORY = 20
 
 
 @dataclass(frozen=True)
-class AttemptFailure:
-    time_ms: int
-    attempt: int
-    reason: str
+class AttemptFailure(Document):
+    """Why an attempt failed, as GET /v1/job's `exceptions` show it."""
 
-    def to_json(self) -> dict[str, object]:
-        return {"time": self.time_ms, "attempt": self.attempt, "error": self.reason}
+    time_ms: int = field(metadata=wire(name="time"))
+    attempt: int
+    reason: str = field(metadata=wire(name="error"))
 
 
 class FailureLog:

@@ -177,19 +177,19 @@ class _JobCollector(Collector):
         yield _counter(
             "sluice_job_restarts", "Restarts of the job (attempts after the first).", job_id, view.restarts
         )
-        if view.records_read_per_second is not None:
+        if view.rates.records_read_per_second is not None:
             yield _gauge(
                 "sluice_job_records_read_per_second",
                 "Records its sources emit per second.",
                 job_id,
-                view.records_read_per_second,
+                view.rates.records_read_per_second,
             )
-        if view.records_written_per_second is not None:
+        if view.rates.records_written_per_second is not None:
             yield _gauge(
                 "sluice_job_records_written_per_second",
                 "Records its sinks take per second.",
                 job_id,
-                view.records_written_per_second,
+                view.rates.records_written_per_second,
             )
         yield from self._subtasks(job_id, view)
         yield from self._checkpoints(job_id, view)

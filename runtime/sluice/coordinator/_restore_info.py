@@ -8,25 +8,26 @@ the storage is repaired.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from sluice._states import CheckpointKind, JobState
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.coordinator._attempt_events import AttemptFailed
+from sluice_contract.codec import Document, wire
 
 log = logging.getLogger("sluice.coordinator.jobmaster")  # beside the job master's other restore messages
 
 
 @dataclass(frozen=True)
-class RestoredFrom:
-    """The checkpoint or savepoint an attempt restored, and the operator state it dropped."""
+class RestoredFrom(Document):
+    """The checkpoint or savepoint an attempt restored, and the operator state it dropped (GET /v1/job's
+    `restoredFrom`)."""
 
     path: str
     kind: CheckpointKind
     checkpoint_id: int
     attempt: int
-    dropped_uids: tuple[str, ...] = ()
+    dropped_uids: tuple[str, ...] = field(default=(), metadata=wire(name="droppedOperators"))
     """Operators in the snapshot the job no longer has, whose state --allow-non-restored-state dropped."""
 
     @staticmethod
@@ -49,15 +50,6 @@ class RestoredFrom:
                 f"{', '.join(self.dropped_uids)}"
             )
         return text
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "checkpointId": self.checkpoint_id,
-            "attempt": self.attempt,
-            "droppedOperators": list(self.dropped_uids),
-        }
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,14 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs
-from sluice._json import parse_object
 from sluice._states import JobState
 from sluice.checkpoint.integrity import Verdict, seal, verdict
 from sluice.checkpoint.state_key import StateKey
+from sluice_contract.codec import Document, decode_object
 
 log = logging.getLogger(__name__)
 RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -39,7 +38,7 @@ def result_uri(job_dir: str) -> str:
 
 
 @dataclass(frozen=True)
-class JobResult:
+class JobResult(Document):
     """How a job ended. `last_savepoint` is the newest savepoint taken, `stop_savepoint` the one the job
     stopped with (None when it ended otherwise, for instance a bounded job whose input ended after a
     plain savepoint)."""
@@ -65,30 +64,10 @@ class JobResult:
         now_ms = time.time_ns() // 1_000_000
         return JobResult(job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "jobId": self.job_id,
-            "state": self.state,
-            "timestamp": self.timestamp,
-            "lastSavepoint": self.last_savepoint,
-            "stopSavepoint": self.stop_savepoint,
-            "lastCheckpoint": self.last_checkpoint,
-            "error": self.error,
-        }
-
     @staticmethod
-    def from_json(payload: bytes | str, where: str = "job-result.json") -> JobResult:
+    def parse(payload: bytes | str, where: str = "job-result.json") -> JobResult:
         """Parses a stored result; a malformed one raises FormatError saying which field is wrong."""
-        fields = parse_object(payload, where)
-        return JobResult(
-            job_id=fields.text("jobId"),
-            state=fields.choice("state", JobState),
-            timestamp=fields.integer("timestamp"),
-            last_savepoint=fields.optional_text("lastSavepoint"),
-            stop_savepoint=fields.optional_text("stopSavepoint"),
-            last_checkpoint=fields.optional_text("lastCheckpoint"),
-            error=fields.optional_text("error"),
-        )
+        return JobResult.from_json(decode_object(payload, where), where)
 
 
 def read_result(job_dir: str, job_id: str, key: StateKey) -> JobResult | None:
@@ -107,7 +86,7 @@ def read_result(job_dir: str, job_id: str, key: StateKey) -> JobResult | None:
     if why is not None:
         _disbelieve(uri, job_id, why)
         return None
-    return JobResult.from_json(payload, uri)
+    return JobResult.parse(payload, uri)
 
 
 def _doubt(payload: bytes, job_id: str, key: StateKey) -> str | None:

@@ -1,19 +1,23 @@
 """What GET /v1/job shows of a job master (docs/reference/rest-api.md, docs/reference/openapi.yaml).
 
 `job_view` takes one look at the job master and returns it as a `JobView`: frozen dataclasses the
-Prometheus exporter reads, and whose `to_json` is the document the REST API sends.
+Prometheus exporter reads, and whose `to_json` is the document the REST API sends. Its parts are
+documents of the contract's codec (`sluice_contract.codec`): their fields are what is sent.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sluice._states import CheckpointStatus, JobState, SubtaskState
 from sluice.checkpoint.pending import CheckpointRecord
+from sluice.coordinator._failure_text import AttemptFailure
+from sluice.coordinator._restore_info import RestoredFrom
 from sluice.coordinator.metrics import MetricsHistory, vertex_figures
+from sluice_contract.codec import Document, wire
 from sluice_contract.rest import JobRates, JobSummary, SubtaskCounts
 
 if TYPE_CHECKING:
@@ -30,28 +34,6 @@ _METRICS = (
     "deadLetters",
 )
 _RECENT_CHECKPOINTS = 10
-
-_JOB_KEYS = (
-    "jobId",
-    "name",
-    "state",
-    "startTime",
-    "endTime",
-    "uptimeMs",
-    "attempt",
-    "restarts",
-    "error",
-    "lastSavepoint",
-    "subtasks",
-    "checkpoints",
-    "vertices",
-    "taskManagers",
-    "metrics",
-    "rates",
-    "restoredFrom",
-    "exceptions",
-)
-"""The order of the keys of GET /v1/job, as it always was."""
 
 Figure = int | float | None
 """A figure as a TaskManager sent it (MetricsReport): a number, or null."""
@@ -70,7 +52,7 @@ JsonObject = dict[str, object]
 
 
 @dataclass(frozen=True)
-class Counts:
+class Counts(Document):
     """Records in, out, late (dropped, re-fired, sent to a side output) and failed (skipped, dead
     letters), summed over subtasks (integer counts only)."""
 
@@ -86,12 +68,9 @@ class Counts:
     def total(samples: Iterable[Mapping[str, Figure]]) -> Counts:
         return Counts(*sum_metrics(samples).values())
 
-    def to_json(self) -> dict[str, Figure]:
-        return dict(zip(_METRICS, astuple(self), strict=True))
-
 
 @dataclass(frozen=True)
-class SentCounts:
+class SentCounts(Document):
     """One subtask's counts (as in Counts), as its TaskManager sent them (0 if not)."""
 
     records_in: Figure = 0
@@ -106,12 +85,9 @@ class SentCounts:
     def of_sample(sample: Mapping[str, Figure]) -> SentCounts:
         return SentCounts(*(sample.get(key, 0) for key in _METRICS))
 
-    def to_json(self) -> dict[str, Figure]:
-        return dict(zip(_METRICS, astuple(self), strict=True))
-
 
 @dataclass(frozen=True)
-class Rates:
+class Rates(Document):
     """Per-second figures and gauges (sluice.coordinator.metrics); None where not known yet."""
 
     records_in_per_second: float | None = None
@@ -126,10 +102,7 @@ class Rates:
     @staticmethod
     def of(figures: Mapping[str, float | None]) -> Rates:
         """From `MetricsHistory.subtask` or `vertex_figures`, which name them as the JSON does."""
-        return Rates(**{field: figures.get(key) for field, key in _RATE_KEYS.items()})
-
-    def to_json(self) -> dict[str, float | None]:
-        return {key: getattr(self, field) for field, key in _RATE_KEYS.items()}
+        return Rates(**{name: figures.get(key) for name, key in _RATE_KEYS.items()})
 
 
 _RATE_KEYS = {
@@ -144,25 +117,43 @@ _RATE_KEYS = {
 }
 
 
+_INLINE = wire(inline=True)
+
+
 @dataclass(frozen=True)
-class SubtaskView:
+class SubtaskMetrics(Document):
+    """A subtask's `metrics`: its counts as sent, then its rates and gauges, in one object."""
+
+    counts: SentCounts = field(metadata=_INLINE)
+    rates: Rates = field(metadata=_INLINE)
+
+
+@dataclass(frozen=True)
+class VertexMetrics(Document):
+    """A vertex's `metrics`: its counts summed over its subtasks, then its rates and gauges."""
+
+    counts: Counts = field(metadata=_INLINE)
+    rates: Rates = field(metadata=_INLINE)
+
+
+@dataclass(frozen=True)
+class SubtaskView(Document):
     index: int
     state: SubtaskState
     task_manager: int | None
-    counts: SentCounts
-    rates: Rates
+    metrics: SubtaskMetrics
 
-    def to_json(self) -> JsonObject:
-        return {
-            "index": self.index,
-            "state": self.state,
-            "taskManager": self.task_manager,
-            "metrics": {**self.counts.to_json(), **self.rates.to_json()},
-        }
+    @property
+    def counts(self) -> SentCounts:
+        return self.metrics.counts
+
+    @property
+    def rates(self) -> Rates:
+        return self.metrics.rates
 
 
 @dataclass(frozen=True)
-class InputView:
+class InputView(Document):
     vertex: int
     partitioning: str
     input: int = 0
@@ -171,135 +162,84 @@ class InputView:
     """Every subtask of the upstream vertex reached the end of its data: this input has ended, and
     the vertex runs on with its other inputs (FLIP-147)."""
 
-    def to_json(self) -> JsonObject:
-        return {
-            "vertex": self.vertex,
-            "partitioning": self.partitioning,
-            "input": self.input,
-            "finished": self.finished,
-        }
-
 
 @dataclass(frozen=True)
-class VertexView:
+class VertexView(Document):
     id: int
     name: str
     uids: tuple[str, ...]
     parallelism: int
     inputs: tuple[InputView, ...]
     subtasks: tuple[SubtaskView, ...]
-    counts: Counts
-    """Summed over the subtasks."""
-    rates: Rates
-    """Record rates summed over the subtasks, the other figures the worst subtask's."""
+    finished_subtasks: int
+    metrics: VertexMetrics
+    """Counts summed over the subtasks; record rates summed over them, the other figures the worst
+    subtask's."""
 
     @property
-    def finished_subtasks(self) -> int:
-        return sum(t.state == SubtaskState.FINISHED for t in self.subtasks)
+    def counts(self) -> Counts:
+        return self.metrics.counts
 
-    def to_json(self) -> JsonObject:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "uids": list(self.uids),
-            "parallelism": self.parallelism,
-            "inputs": [i.to_json() for i in self.inputs],
-            "subtasks": [t.to_json() for t in self.subtasks],
-            "finishedSubtasks": self.finished_subtasks,
-            "metrics": {**self.counts.to_json(), **self.rates.to_json()},
-        }
+    @property
+    def rates(self) -> Rates:
+        return self.metrics.rates
+
+
+def _failure_note(record: CheckpointRecord | None) -> JsonObject | None:
+    return None if record is None else {"id": record.checkpoint_id, "error": record.error}
+
+
+def _with_durations(records: tuple[CheckpointRecord, ...]) -> list[JsonObject]:
+    # With its duration, failed ones too (their summary has figures only once completed).
+    return [{**r.as_json(), "durationMs": r.duration_ms} for r in records]
+
+
+def _summary(record: CheckpointRecord | None) -> JsonObject | None:
+    # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
+    # stopped), asyncMs, bytesWritten, stateSize (all state it references).
+    return None if record is None else record.as_json()
 
 
 @dataclass(frozen=True)
-class CheckpointsView:
+class CheckpointsView(Document):
+    """Written only: the job master's own records, shown as GET /v1/checkpoints shows them."""
+
     completed: int
     failed: int
-    last_failure: CheckpointRecord | None
-    recent: tuple[CheckpointRecord, ...]
+    last_failure: CheckpointRecord | None = field(metadata=wire(write=_failure_note))
+    recent: tuple[CheckpointRecord, ...] = field(metadata=wire(write=_with_durations))
     """The last few, newest first."""
-    last_completed: CheckpointRecord | None
-
-    def to_json(self) -> JsonObject:
-        failure = self.last_failure
-        completed = self.last_completed
-        return {
-            "completed": self.completed,
-            "failed": self.failed,
-            "lastFailure": {"id": failure.checkpoint_id, "error": failure.error} if failure else None,
-            # With its duration, failed ones too (their as_json has figures only once completed).
-            "recent": [{**r.as_json(), "durationMs": r.duration_ms} for r in self.recent],
-            # The newest completed checkpoint with what it cost: durationMs, syncMs (record processing
-            # stopped), asyncMs, bytesWritten, stateSize (all state it references).
-            "lastCompleted": completed.as_json() if completed else None,
-        }
+    last_completed: CheckpointRecord | None = field(metadata=wire(write=_summary))
 
 
 @dataclass(frozen=True)
-class TaskManagerView:
+class TaskManagerView(Document):
     index: int
     host: str
     data_port: int
     pid: int
 
-    def to_json(self) -> JsonObject:
-        return {"index": self.index, "host": self.host, "dataPort": self.data_port, "pid": self.pid}
 
+@dataclass(frozen=True, kw_only=True)
+class JobView(JobSummary):
+    """GET /v1/job: the contract's `JobSummary`, which the operator reads, then what the dashboard shows.
+    A field of the contract renamed or retyped is one here too; what the job master knows for certain is
+    typed narrower than the contract's reader allows."""
 
-@dataclass(frozen=True)
-class JobView:
-    job_id: str
-    name: str
     state: JobState
-    start_ms: int
-    end_ms: int | None
+    restarts: int
+    name: str
     uptime_ms: int
     attempt: int
-    restarts: int
-    error: str | None
     last_savepoint: str | None
-    subtasks: SubtaskCounts
     checkpoints: CheckpointsView
     vertices: tuple[VertexView, ...]
     task_managers: tuple[TaskManagerView, ...]
-    counts: Counts
-    records_read_per_second: float | None
-    """What the sources emit."""
-    records_written_per_second: float | None
-    """What the sinks take."""
-    restored_from: JsonObject | None = None
-    """The snapshot the latest attempt restored (RestoredFrom.to_json), None when it started empty."""
-    exceptions: tuple[JsonObject, ...] = ()
+    counts: Counts = field(metadata=wire(name="metrics"))
+    restored_from: RestoredFrom | None = None
+    """The snapshot the latest attempt restored, None when it started empty."""
+    exceptions: tuple[AttemptFailure, ...] = ()
     """Why attempts failed, newest first (the last 20)."""
-
-    def summary(self) -> JobSummary:
-        """What the operator reads of the job (the contract's part of the document)."""
-        return JobSummary(
-            job_id=self.job_id,
-            state=self.state,
-            start_time=self.start_ms,
-            end_time=self.end_ms,
-            restarts=self.restarts,
-            error=self.error,
-            subtasks=self.subtasks,
-            rates=JobRates(self.records_read_per_second, self.records_written_per_second),
-        )
-
-    def to_json(self) -> JsonObject:
-        document = {
-            **self.summary().to_json(),
-            "name": self.name,
-            "uptimeMs": self.uptime_ms,
-            "attempt": self.attempt,
-            "lastSavepoint": self.last_savepoint,
-            "checkpoints": self.checkpoints.to_json(),
-            "vertices": [v.to_json() for v in self.vertices],
-            "taskManagers": [tm.to_json() for tm in self.task_managers],
-            "metrics": self.counts.to_json(),
-            "restoredFrom": self.restored_from,
-            "exceptions": list(self.exceptions),
-        }
-        # The document keeps the order of its keys; one the contract adds comes last.
-        return {**{key: document[key] for key in _JOB_KEYS if key in document}, **document}
 
 
 def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
@@ -319,8 +259,8 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
         job_id=job.config.job_id,
         name=job.graph.name,
         state=job.state,
-        start_ms=job.start_ms,
-        end_ms=job.end_ms,
+        start_time=job.start_ms,
+        end_time=job.end_ms,
         uptime_ms=max(0, end - job.start_ms),
         attempt=job.attempt,
         restarts=job.restarts,
@@ -338,10 +278,12 @@ def job_view(job: JobMaster, history: MetricsHistory | None = None) -> JobView:
             for link in job.taskmanager_links()
         ),
         counts=Counts.total(job.metrics.values()),
-        records_read_per_second=sum(read_rates) if read_rates else None,
-        records_written_per_second=sum(written_rates) if written_rates else None,
-        restored_from=job.restored.to_json() if job.restored is not None else None,
-        exceptions=tuple(failure.to_json() for failure in reversed(job.exceptions)),
+        rates=JobRates(
+            records_read_per_second=sum(read_rates) if read_rates else None,
+            records_written_per_second=sum(written_rates) if written_rates else None,
+        ),
+        restored_from=job.restored,
+        exceptions=tuple(reversed(job.exceptions)),
     )
 
 
@@ -357,7 +299,8 @@ def _vertex_view(job: JobMaster, vertex: JobVertex, history: MetricsHistory, now
         samples.append(sample)
         figures.append(rates)
         task_manager = job.placement.get((vertex.id, s))
-        subtasks.append(SubtaskView(s, state, task_manager, SentCounts.of_sample(sample), Rates.of(rates)))
+        metrics = SubtaskMetrics(SentCounts.of_sample(sample), Rates.of(rates))
+        subtasks.append(SubtaskView(s, state, task_manager, metrics))
     return VertexView(
         id=vertex.id,
         name=vertex.name,
@@ -368,8 +311,8 @@ def _vertex_view(job: JobMaster, vertex: JobVertex, history: MetricsHistory, now
             for edge in vertex.inputs
         ),
         subtasks=tuple(subtasks),
-        counts=Counts.total(samples),
-        rates=Rates.of(vertex_figures(figures)),
+        finished_subtasks=sum(t.state == SubtaskState.FINISHED for t in subtasks),
+        metrics=VertexMetrics(Counts.total(samples), Rates.of(vertex_figures(figures))),
     )
 
 

@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     # job is the coordinator's to do (it cancels and stops its TaskManagers); dying here first would only
     # print a KeyboardInterrupt traceback per TaskManager and fail the attempt under the cancel.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    launch = TaskManagerLaunch.from_json(sys.stdin.readline())
+    launch = TaskManagerLaunch.decode(sys.stdin.readline())
     tune_for_records()
     profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
     if profile_dir:

@@ -27,7 +27,7 @@ class ProcessHost:
         env["SLUICE_ATTEMPT"] = str(attempt)
         # The launch settings carry the job's secret: through a pipe, not argv (which `ps` shows to
         # every user) nor the environment (which the TaskManager's own children would inherit).
-        settings = launch.to_json().encode() + b"\n"
+        settings = launch.encode().encode() + b"\n"
         for index in range(count):
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,

@@ -16,12 +16,13 @@ from __future__ import annotations
 import pickle
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sluice._fs import join
-from sluice.state.stored_files import is_digest, open_verified
+from sluice.state.stored_files import digest_field, open_verified
 from sluice_contract.checkpoints import shared_location
+from sluice_contract.codec import Document, DocumentError, is_none, wire
 
 FORMAT = "sluice-keyed-state"
 CHUNK = 16_384
@@ -35,41 +36,32 @@ Frame = tuple[str, str, dict[Any, Any], list[Any]]
 def plain_name(name: Any, what: str) -> str:
     """Checks a file name read from an acknowledgement or a stored `_metadata`: no path, no dot first."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"{what} {name!r} is not a plain file name")
+        shown = repr(name)  # bounded: the name may be anything a stranger wrote
+        raise ValueError(
+            f"{what} {shown if len(shown) <= 60 else shown[:57] + '...'} is not a plain file name"
+        )
     return name
 
 
+def _name_field(value: Any, where: str, name: str) -> str:
+    try:
+        return plain_name(value, "keyed state file name")
+    except ValueError as err:
+        raise DocumentError(f"{where}: {err}") from None
+
+
 @dataclass(frozen=True)
-class KeyedFile:
+class KeyedFile(Document):
     """One file of a chain. `shared` files are named under the job's shared directory; the others
-    (a savepoint's) relative to the directory of `_metadata`."""
+    (a savepoint's) relative to the directory of `_metadata`. A TaskManager's acknowledgement and a
+    stored `_metadata` name them: read back, the name is a plain file name, never a path."""
 
-    name: str
-    size: int
-    full: bool
-    shared: bool
-    sha256: str | None = None
+    name: str = field(metadata=wire(read=_name_field))
+    size: int = field(metadata=wire(minimum=0))
+    full: bool = False
+    shared: bool = False
+    sha256: str | None = field(default=None, metadata=wire(read=digest_field, omit_when=is_none))
     """The file's digest, taken while it was written; None only in files written before digests."""
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "size": self.size, "full": self.full, "shared": self.shared}
-        if self.sha256 is not None:
-            out["sha256"] = self.sha256
-        return out
-
-    @staticmethod
-    def from_json(data: Any) -> KeyedFile:
-        """Checks what a TaskManager or a stored `_metadata` says: a plain file name, a size."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a keyed state file entry must be an object, not {data!r}")
-        name = plain_name(data.get("name"), "keyed state file name")
-        size = data.get("size")
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise ValueError(f"keyed state file {name} has no valid size: {size!r}")
-        digest = data.get("sha256")
-        if digest is not None and not is_digest(digest):
-            raise ValueError(f"keyed state file {name} has no valid sha256: {digest!r}")
-        return KeyedFile(name, size, bool(data.get("full")), bool(data.get("shared")), digest)
 
 
 def file_uri(location: str, ref: KeyedFile) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO, Protocol
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem
+from sluice_contract.codec import wrong
 
 _CHUNK = 1 << 20
 
@@ -36,8 +38,18 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def is_digest(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def digest_field(value: Any, where: str, name: str) -> str:
+    """A recorded digest, read by the contract's codec (`wire(read=digest_field)`)."""
+    if not is_digest(value):
+        raise wrong(where, name, value, "64 lowercase hexadecimal digits")
+    return str(value)
 
 
 class _Sink(Protocol):

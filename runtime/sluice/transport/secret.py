@@ -15,6 +15,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice_contract.codec import Document, DocumentError, decode_object, wire
+
 SECRET_BYTES = 32
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 """The largest frame a peer may announce. Record batches and the deployed job graph must fit."""
@@ -43,65 +45,63 @@ class JobSecret:
 
 
 @dataclass(frozen=True)
-class TlsMaterial:
+class TlsMaterial(Document):
     """The job's own certificate authority: its certificate and the key every endpoint serves with."""
 
-    certificate_pem: str
-    key_pem: str = field(repr=False)
+    certificate_pem: str = field(metadata=wire(name="certificate"))
+    key_pem: str = field(repr=False, metadata=wire(name="key"))
+
+
+# The readers of the secret and the TLS key never show what they were given: a malformed secret may
+# still be most of the real one.
+
+
+def _coordinator(value: Any, where: str, name: str) -> str:
+    if not isinstance(value, str) or ":" not in value:
+        raise LaunchSettingsError("launch settings need 'coordinator' as HOST:PORT")
+    return value
+
+
+def _secret(value: Any, where: str, name: str) -> JobSecret:
+    if not isinstance(value, str):
+        raise LaunchSettingsError("launch settings need the job 'secret' (hex)")
+    try:
+        key = bytes.fromhex(value)
+    except ValueError:
+        raise LaunchSettingsError("the job 'secret' in the launch settings is not hex") from None
+    return JobSecret(key)
+
+
+def _tls(value: Any, where: str, name: str) -> TlsMaterial:
+    try:
+        return TlsMaterial.from_json(value, where)
+    except DocumentError:
+        raise LaunchSettingsError(
+            "'tls' in the launch settings needs 'certificate' and 'key' (PEM)"
+        ) from None
+
+
+_WHERE = "launch settings"
 
 
 @dataclass(frozen=True)
-class TaskManagerLaunch:
+class TaskManagerLaunch(Document):
     """What a TaskManager needs to join its job: where the coordinator is and how to authenticate."""
 
-    coordinator: str
+    coordinator: str = field(metadata=wire(read=_coordinator))
     """HOST:PORT of the coordinator's control port."""
-    secret: JobSecret = field(repr=False)
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    tls: TlsMaterial | None = field(default=None, repr=False)
+    secret: JobSecret = field(repr=False, metadata=wire(read=_secret, write=lambda s: s.key.hex()))
+    max_frame_bytes: int = field(default=DEFAULT_MAX_FRAME_BYTES, metadata=wire(minimum=1, required=True))
+    tls: TlsMaterial | None = field(default=None, repr=False, metadata=wire(read=_tls))
 
-    def to_json(self) -> str:
-        body: dict[str, Any] = {
-            "coordinator": self.coordinator,
-            "secret": self.secret.key.hex(),
-            "maxFrameBytes": self.max_frame_bytes,
-            "tls": None
-            if self.tls is None
-            else {"certificate": self.tls.certificate_pem, "key": self.tls.key_pem},
-        }
-        return json.dumps(body)
+    def encode(self) -> str:
+        """The settings as the host hands them to a TaskManager (one line of JSON)."""
+        return json.dumps(self.to_json())
 
     @classmethod
-    def from_json(cls, text: str) -> TaskManagerLaunch:
+    def decode(cls, text: str) -> TaskManagerLaunch:
+        """Reads what `encode` wrote; LaunchSettingsError says which field is missing or malformed."""
         try:
-            body = json.loads(text)
-        except ValueError as err:
-            raise LaunchSettingsError(f"launch settings are not JSON: {err}") from None
-        if not isinstance(body, dict):
-            raise LaunchSettingsError("launch settings must be a JSON object")
-        coordinator, secret, limit, tls = (
-            body.get("coordinator"),
-            body.get("secret"),
-            body.get("maxFrameBytes"),
-            body.get("tls"),
-        )
-        if not isinstance(coordinator, str) or ":" not in coordinator:
-            raise LaunchSettingsError("launch settings need 'coordinator' as HOST:PORT")
-        if not isinstance(secret, str):
-            raise LaunchSettingsError("launch settings need the job 'secret' (hex)")
-        try:
-            key = bytes.fromhex(secret)
-        except ValueError:
-            raise LaunchSettingsError("the job 'secret' in the launch settings is not hex") from None
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-            raise LaunchSettingsError("launch settings need 'maxFrameBytes' as a positive integer")
-        material = None
-        if tls is not None:
-            if not (
-                isinstance(tls, dict)
-                and isinstance(tls.get("certificate"), str)
-                and isinstance(tls.get("key"), str)
-            ):
-                raise LaunchSettingsError("'tls' in the launch settings needs 'certificate' and 'key' (PEM)")
-            material = TlsMaterial(tls["certificate"], tls["key"])
-        return cls(coordinator, JobSecret(key), limit, material)
+            return cls.from_json(decode_object(text, _WHERE), _WHERE)
+        except DocumentError as err:
+            raise LaunchSettingsError(str(err)) from None

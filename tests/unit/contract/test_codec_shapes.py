@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sluice_contract.codec import Document, DocumentError, is_none, wire
+from sluice_contract.codec import Document, DocumentError, is_empty, is_none, wire
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,89 @@ def test_a_reader_builds_only_the_declared_types_whatever_arrives() -> None:
     assert type(read) is _Shapes and not hasattr(read, "extra")
     assert type(read.where) is dict and all(type(k) is tuple and type(k[0]) is int for k in read.where)
     assert all(type(v) is tuple for v in read.addresses.values())
+
+
+def _even(value: Any, where: str, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value % 2:
+        raise DocumentError(f"{where}: {name!r} must be an even integer")
+    return value
+
+
+@dataclass(frozen=True)
+class _Stored(Document):
+    kept: str | None = field(metadata=wire(absent_is_null=True))
+    even: int | None = field(metadata=wire(absent_is_null=True, read=_even))
+    names: tuple[str, ...] = field(default=(), metadata=wire(omit_when=is_empty))
+    origin: str = field(default="", metadata=wire(skip=True))
+
+
+def test_a_missing_field_may_read_as_null_though_the_class_has_no_default() -> None:
+    assert _Stored.from_json({}) == _Stored(None, None)
+    assert _Stored.from_json({"kept": "k", "even": 4}) == _Stored("k", 4)
+    with pytest.raises(DocumentError, match=r"^_Stored: 'kept' must be a string or null, not a number"):
+        _Stored.from_json({"kept": 3})
+
+
+def test_a_fields_own_reader_sees_its_values_and_never_its_null() -> None:
+    assert _Stored.from_json({"even": None}).even is None
+    with pytest.raises(DocumentError, match=r"^_Stored: 'even' must be an even integer$"):
+        _Stored.from_json({"even": 3})
+
+
+def test_an_empty_field_is_left_out_and_reads_back_as_its_default() -> None:
+    assert _Stored(None, None).to_json() == {"kept": None, "even": None}
+    assert _Stored(None, None, ("a",)).to_json()["names"] == ["a"]
+    assert _Stored.from_json(_Stored(None, None).to_json()).names == ()
+
+
+def test_a_field_outside_the_document_is_neither_written_nor_read() -> None:
+    stored = _Stored("k", 2, origin="file:///there")
+    assert "origin" not in stored.to_json()
+    # Sent anyway (a hostile or confused writer), it is ignored: only the reader's caller sets it.
+    assert _Stored.from_json({**stored.to_json(), "origin": "file:///elsewhere"}).origin == ""
+
+
+def test_a_declaration_the_codec_cannot_honour_is_refused_when_first_used() -> None:
+    @dataclass(frozen=True)
+    class Unread(Document):
+        origin: str = field(metadata=wire(skip=True))
+
+    @dataclass(frozen=True)
+    class NotNullable(Document):
+        count: int = field(metadata=wire(absent_is_null=True))
+
+    with pytest.raises(TypeError, match="outside the document needs a default"):
+        Unread.from_json({})
+    with pytest.raises(TypeError, match=r"only a `T \| None` field"):
+        NotNullable.from_json({})
+
+
+@dataclass(frozen=True)
+class _Counts(Document):
+    records_in: int = 0
+    records_out: int | None = None
+
+
+@dataclass(frozen=True)
+class _Figures(Document):
+    index: int
+    counts: _Counts = field(metadata=wire(inline=True))
+    ratio: float | None = None
+
+
+def test_an_inline_documents_fields_stand_in_the_enclosing_object() -> None:
+    figures = _Figures(3, _Counts(7, None), 0.5)
+    assert figures.to_json() == {"index": 3, "recordsIn": 7, "recordsOut": None, "ratio": 0.5}
+    assert list(figures.to_json()) == ["index", "recordsIn", "recordsOut", "ratio"]
+    assert _Figures.from_json(figures.to_json()) == figures
+    with pytest.raises(DocumentError, match=r"^_Figures: 'recordsIn' must be an integer, not a string"):
+        _Figures.from_json({"index": 3, "recordsIn": "7"})
+
+
+def test_only_a_document_can_stand_inline() -> None:
+    @dataclass(frozen=True)
+    class Flat(Document):
+        count: int = field(metadata=wire(inline=True))
+
+    with pytest.raises(TypeError, match="only a Document's fields can stand inline"):
+        Flat(1).to_json()

@@ -60,7 +60,7 @@ def test_the_rest_view_marks_the_input_whose_upstream_reached_its_end() -> None:
         (2, 0): SubtaskState.RUNNING,
         (2, 1): SubtaskState.RUNNING,
     }
-    [enrich] = [v for v in job_view(job).to_json()["vertices"] if v["id"] == 2]  # type: ignore[attr-defined]
+    [enrich] = [v for v in job_view(job).to_json()["vertices"] if v["id"] == 2]
     assert enrich["inputs"] == [
         {"vertex": 0, "partitioning": "hash", "input": 0, "finished": False},
         {"vertex": 1, "partitioning": "hash", "input": 1, "finished": True},

@@ -1,11 +1,13 @@
 """GET /v1/job is a typed view (sluice.coordinator.views) whose JSON is the document the REST API always
 sent: data/job_view.json was written by the dict-building job_view before the view was typed, for the
 job built here (its inputs gained `input` and `finished` since), and the typed view must give it back key
-for key, in the same order."""
+for key. Since the view is the contract's `JobSummary` extended, its top-level keys start with the
+contract's; every nested object keeps its order."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,6 +21,7 @@ from sluice.coordinator.metrics import MetricsHistory
 from sluice.coordinator.views import job_view
 from sluice.graph.transformations import PartitionKind
 from sluice.hosts.base import TaskManagerHost
+from sluice_contract.rest import JobSummary
 
 from ._graphs import graph
 
@@ -75,7 +78,35 @@ def _job() -> tuple[JobMaster, MetricsHistory]:
 def test_the_typed_view_writes_the_document_as_it_was() -> None:
     job, history = _job()
     golden: dict[str, Any] = json.loads(GOLDEN.read_text())
-    assert json.dumps(job_view(job, history).to_json()) == json.dumps(golden)
+    document = json.loads(json.dumps(job_view(job, history).to_json()))
+    # Each field as it was, nested keys in their order; the top level now begins with the contract's
+    # part (JobSummary's fields), which the view extends, then the dashboard's.
+    assert sorted(document) == sorted(golden)
+    assert {key: json.dumps(value) for key, value in document.items()} == {
+        key: json.dumps(value) for key, value in golden.items()
+    }
+    contract = [f.name for f in fields(JobSummary)]
+    assert [_snake(key) for key in list(document)[: len(contract)]] == contract
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def test_the_operator_reads_the_document_the_view_writes() -> None:
+    job, history = _job()
+    view = job_view(job, history)
+    read = JobSummary.from_json(json.loads(json.dumps(view.to_json())))
+    assert read == JobSummary(
+        view.job_id,
+        view.state,
+        view.start_time,
+        view.end_time,
+        view.restarts,
+        view.error,
+        view.subtasks,
+        view.rates,
+    )
 
 
 def test_the_typed_view_holds_what_the_document_shows() -> None:
@@ -87,7 +118,7 @@ def test_the_typed_view_holds_what_the_document_shows() -> None:
     assert sink.subtasks[2].task_manager is None  # placed nowhere
     assert source.subtasks[0].rates.input_queue_usage == 0.25
     assert source.subtasks[1].counts.records_out is None  # as sent
-    assert view.records_read_per_second == 10.0 and view.records_written_per_second == 2.0
+    assert view.rates.records_read_per_second == 10.0 and view.rates.records_written_per_second == 2.0
     assert [r.checkpoint_id for r in view.checkpoints.recent] == [2, 1]
 
 

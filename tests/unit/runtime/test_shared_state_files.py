@@ -68,7 +68,7 @@ class Keyed:
                         "keyGroups": [groups.start, groups.stop - 1],
                         "path": None,
                         "size": 0,
-                        "keyedFiles": [f.as_json() for f in result.chain],
+                        "keyedFiles": [f.to_json() for f in result.chain],
                         "protectedFiles": result.protected,
                         "bytesWritten": result.written,
                         "stateSize": result.state_size,

@@ -81,7 +81,7 @@ def test_without_a_spark_secret_file_the_closure_carries_the_settings() -> None:
     # Spark drew its own secret (a k8s:// master run by hand): its authenticated channel it is.
     settings = launch()
     body, _ = kubernetes_host(None)._task_body(settings, 1)
-    assert TaskManagerLaunch.from_json(body.args[0]) == settings
+    assert TaskManagerLaunch.decode(body.args[0]) == settings
 
 
 def test_a_launch_file_once_removed_is_refused_with_why() -> None:
@@ -95,7 +95,7 @@ def test_a_launch_file_once_removed_is_refused_with_why() -> None:
 
 def test_a_launch_file_open_to_others_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "launch.json"
-    path.write_text(launch().to_json())
+    path.write_text(launch().encode())
     os.chmod(path, 0o644)
     with pytest.raises(LaunchSettingsError, match=r"not private to this user .* mode 0644"):
         read_launch_file(str(path))
@@ -103,7 +103,7 @@ def test_a_launch_file_open_to_others_is_refused(tmp_path: Path) -> None:
 
 def test_a_launch_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
     real = tmp_path / "real.json"
-    real.write_text(launch().to_json())
+    real.write_text(launch().encode())
     os.chmod(real, 0o600)
     (tmp_path / "link.json").symlink_to(real)
     with pytest.raises(LaunchSettingsError, match="is not a plain file"):

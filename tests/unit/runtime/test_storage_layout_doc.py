@@ -16,8 +16,8 @@ from sluice.state.stored_files import is_digest
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "reference" / "storage-layout.md"
 PARSERS: dict[str, Callable[[str], CheckpointMetadata | JobResult]] = {
-    "_metadata": CheckpointMetadata.from_json,
-    "job-result.json": JobResult.from_json,
+    "_metadata": CheckpointMetadata.parse,
+    "job-result.json": JobResult.parse,
 }
 
 
@@ -57,7 +57,7 @@ def test_the_metadata_example_shows_every_field_the_writer_writes() -> None:
     written: set[str] = set()
     for fmt, text in examples():
         if fmt == "_metadata":
-            for op in CheckpointMetadata.from_json(text).to_json()["operators"]:
+            for op in CheckpointMetadata.parse(text).to_json()["operators"]:
                 written |= set(op)
                 for handle in op["subtasks"]:
                     written |= set(handle)

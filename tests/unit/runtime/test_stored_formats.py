@@ -55,7 +55,7 @@ def with_field(path: tuple[Any, ...], value: Any) -> str:
 
 
 def test_metadata_reads_as_written() -> None:
-    metadata = CheckpointMetadata.from_json(json.dumps(METADATA), "file:///sp/savepoint-job-4")
+    metadata = CheckpointMetadata.parse(json.dumps(METADATA), "file:///sp/savepoint-job-4")
     assert metadata.kind is CheckpointKind.SAVEPOINT and metadata.stop_mode is StopMode.SUSPEND
     assert metadata.location == "file:///sp/savepoint-job-4"
     assert metadata.operators[0].subtasks[0] == SubtaskHandle(0, "a-0.state", 3, (0, 63), True, False)
@@ -70,12 +70,12 @@ def test_metadata_reads_as_written() -> None:
         (("checkpointId",), "4", "'checkpointId' must be an integer, not a string"),
         (("version",), 4, "format version 4; this Sluice reads versions 1, 2, 3"),
         (("kind",), "backup", "'kind' must be one of 'checkpoint', 'savepoint'"),
-        (("stopMode",), "terminate", "stopMode must be null, 'drain' or 'no-drain'"),
+        (("stopMode",), "terminate", "'stopMode' must be null, 'drain' or 'no-drain', not a string"),
         (("operators",), {}, "'operators' must be an array, not an object"),
-        (("operators", 0), [], "operators[0] must be a JSON object, not an array"),
+        (("operators", 0), [], "'operators[0]' must be an object, not an array"),
         (("operators", 0, "fullyFinished"), 1, "'fullyFinished' must be true or false"),
         (("operators", 0, "parallelism"), 0, "'parallelism' must be at least 1"),
-        (("operators", 0, "finishedSubtasks"), [-1], "non-negative integers"),
+        (("operators", 0, "finishedSubtasks"), [-1], "'finishedSubtasks[0]' must be at least 0"),
         (("operators", 0, "subtasks", 0, "path"), "../../etc/passwd", "must be a plain file name"),
         (("operators", 0, "subtasks", 0, "path"), "..", "must be a plain file name"),
         (("operators", 0, "subtasks", 0, "size"), True, "'size' must be an integer, not a boolean"),
@@ -84,21 +84,51 @@ def test_metadata_reads_as_written() -> None:
         (("operators", 0, "subtasks", 0, "protectedFiles"), ["../chk-3/_metadata"], "not a plain file"),
         (("operators", 0, "subtasks", 0, "protectedFiles"), [7], "not a plain file"),
         (("operators", 0, "subtasks", 0, "protectedFiles"), ["a.kv"] * 65, "at most 64"),
+        (("operators", 0, "subtasks", 0, "protectedFiles"), "a.kv", "'protectedFiles' must be an array"),
+        (("operators", 0, "subtasks", 0, "sha256"), "AB" * 32, "'sha256' must be 64 lowercase hexadecimal"),
+        (("operators", 0, "subtasks", 0, "index"), -1, "subtasks[0]: 'index' must be at least 0"),
+        (("operators", 0, "subtasks", 0, "size"), KeyError, "subtasks[0] lacks the field 'size'"),
+        (("operators", 0, "subtasks"), KeyError, "operators[0] lacks the field 'subtasks'"),
+        (("operators", 0, "finishedSubtasks"), KeyError, "operators[0] lacks the field 'finishedSubtasks'"),
+        (("operators", 0, "pendingCommits"), [{"index": 0, "path": None, "size": 1}], "'path' must be a"),
+        (("operators", 0, "pendingCommits"), [{"index": 0, "path": "a/b", "size": 1}], "plain file name"),
+        (("operators", 0, "finishedInputs"), [True], "'finishedInputs[0]' must be an integer"),
+        (("version",), "3", "'version' must be an integer, not a string"),
+        (("version",), KeyError, "lacks the field 'version'"),
+        (("stopMode",), 5, "'stopMode' must be null, 'drain' or 'no-drain', not a number"),
     ],
 )
 def test_malformed_metadata_is_refused_naming_the_field(
     path: tuple[Any, ...], value: Any, problem: str
 ) -> None:
     with pytest.raises(FormatError) as caught:
-        CheckpointMetadata.from_json(with_field(path, value), "file:///chk/job/chk-4")
+        CheckpointMetadata.parse(with_field(path, value), "file:///chk/job/chk-4")
     assert problem in str(caught.value)
     assert "file:///chk/job/chk-4/_metadata" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("path", "../" * 100_000, 'plain file name, not a string ("../../'),
+        ("keyGroups", [0] * 100_000, "'keyGroups' must be null or [first, last], not an array ([0, 0"),
+        ("protectedFiles", ["/" * 100_000], "protected file name '///"),
+        ("sha256", "f" * 100_000, "'sha256' must be 64 lowercase hexadecimal digits, not a string"),
+    ],
+    ids=["path", "keyGroups", "protectedFiles", "sha256"],
+)
+def test_a_huge_malformed_field_gets_a_short_answer(field: str, value: Any, problem: str) -> None:
+    with pytest.raises(FormatError) as caught:
+        CheckpointMetadata.parse(
+            with_field(("operators", 0, "subtasks", 0, field), value), "file:///chk/j/chk-4"
+        )
+    assert problem in str(caught.value) and len(str(caught.value)) < 300
 
 
 @pytest.mark.parametrize("payload", [b"\x80\x04K\x01.", b"[]", b'{"version": 2', b"[" * 100_000])
 def test_metadata_that_is_no_json_object_is_refused(payload: bytes) -> None:
     with pytest.raises(FormatError, match=r"not JSON|must be a JSON object"):
-        CheckpointMetadata.from_json(payload)
+        CheckpointMetadata.parse(payload)
 
 
 def test_a_malformed_stored_metadata_is_damage_not_a_crash(tmp_path: Path) -> None:
@@ -111,6 +141,24 @@ def test_a_malformed_stored_metadata_is_damage_not_a_crash(tmp_path: Path) -> No
     assert problem is not None and "'jobId' must be a string, not null" in problem
     with pytest.raises(FormatError):
         read_metadata(location, TEST_KEY)
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"size": -1}, "keyedFiles[0]: 'size' must be at least 0"),
+        ({"size": "9"}, "keyedFiles[0]: 'size' must be an integer, not a string"),
+        ({"sha256": "xyz"}, "keyedFiles[0]: 'sha256' must be 64 lowercase hexadecimal digits"),
+        ({"full": "yes"}, "keyedFiles[0]: 'full' must be true or false"),
+        ({"name": "..kv/x"}, "keyedFiles[0]: keyed state file name '..kv/x' is not a plain file name"),
+    ],
+)
+def test_a_malformed_keyed_file_entry_is_refused_naming_it(entry: dict[str, Any], problem: str) -> None:
+    good = {"name": "a-0-4-5f.kv", "size": 9, "full": True, "shared": True, "sha256": "ab" * 32}
+    payload = with_field(("operators", 0, "subtasks", 0, "keyedFiles"), [good | entry])
+    with pytest.raises(FormatError) as caught:
+        CheckpointMetadata.parse(payload, "file:///chk/job/chk-4")
+    assert f"file:///chk/job/chk-4/_metadata operators[0] subtasks[0] {problem}" in str(caught.value)
 
 
 def test_written_metadata_reads_back_equal(tmp_path: Path) -> None:

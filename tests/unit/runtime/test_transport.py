@@ -318,7 +318,7 @@ def test_malformed_control_messages_are_refused_with_the_reason(payload: bytes, 
 def test_launch_settings_round_trip_and_never_show_the_secret() -> None:
     secret = JobSecret.generate()
     launch = TaskManagerLaunch("10.0.0.5:7000", secret, 4096)
-    again = TaskManagerLaunch.from_json(launch.to_json())
+    again = TaskManagerLaunch.decode(launch.encode())
     assert again == launch
     for text in (repr(launch), str(launch), repr(secret), str(secret)):
         assert secret.key.hex() not in text
@@ -329,16 +329,19 @@ def test_launch_settings_round_trip_and_never_show_the_secret() -> None:
     [
         ("nope", "not JSON"),
         ("[]", "JSON object"),
-        ('{"secret": "00", "maxFrameBytes": 1}', "HOST:PORT"),
+        ('{"secret": "00", "maxFrameBytes": 1}', "launch settings lacks the field 'coordinator'"),
+        ('{"coordinator": "h", "secret": "00", "maxFrameBytes": 1}', "HOST:PORT"),
         ('{"coordinator": "h:1", "maxFrameBytes": 1}', "secret"),
         ('{"coordinator": "h:1", "secret": "zz", "maxFrameBytes": 1}', "not hex"),
         ('{"coordinator": "h:1", "secret": "00", "maxFrameBytes": 1}', "at least 32 bytes"),
-        (json.dumps({"coordinator": "h:1", "secret": "00" * 32, "maxFrameBytes": 0}), "positive integer"),
+        (json.dumps({"coordinator": "h:1", "secret": "00" * 32, "maxFrameBytes": 0}), "must be at least 1"),
+        (json.dumps({"coordinator": "h:1", "secret": "00" * 32}), "lacks the field 'maxFrameBytes'"),
+        (json.dumps({"coordinator": "h:1", "secret": "00" * 32, "maxFrameBytes": 1, "tls": {}}), "'tls'"),
     ],
 )
 def test_malformed_launch_settings_say_what_is_wrong(text: str, problem: str) -> None:
     with pytest.raises(LaunchSettingsError, match=problem):
-        TaskManagerLaunch.from_json(text)
+        TaskManagerLaunch.decode(text)
 
 
 def test_tls_carries_the_handshake_and_refuses_another_jobs_certificate() -> None:

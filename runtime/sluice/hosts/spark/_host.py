@@ -139,7 +139,7 @@ class SparkHost:
         # No secret file to seal with (Spark drew its own secret): the launch settings travel inside
         # the task's closure, over Spark's own channel, authenticated (spark.authenticate) and possibly
         # encrypted (spark.network.crypto.enabled).
-        return functools.partial(run_barrier_task, launch.to_json(), self.taskmanager_bind_host), None
+        return functools.partial(run_barrier_task, launch.encode(), self.taskmanager_bind_host), None
 
     async def wait_lost(self) -> str:
         stage = self._stage

@@ -39,7 +39,7 @@ class LaunchFiles:
         path = self._directory / f"attempt-{attempt}-{uuid.uuid4().hex[:8]}.json"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _PRIVATE_FILE)
         with os.fdopen(fd, "w") as handle:
-            handle.write(launch.to_json())
+            handle.write(launch.encode())
         return str(path)
 
 
@@ -59,4 +59,4 @@ def read_launch_file(path: str) -> TaskManagerLaunch:
                 f"the launch settings in {path} are not private to this user (owner uid {info.st_uid}, "
                 f"mode {stat.S_IMODE(info.st_mode):04o}): refusing them"
             )
-        return TaskManagerLaunch.from_json(handle.read())
+        return TaskManagerLaunch.decode(handle.read())

@@ -40,7 +40,7 @@ def seal(launch: TaskManagerLaunch, secret_file: str) -> bytes:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     nonce = os.urandom(_NONCE_BYTES)
-    return nonce + AESGCM(_key(secret_file)).encrypt(nonce, launch.to_json().encode(), _CONTEXT)
+    return nonce + AESGCM(_key(secret_file)).encrypt(nonce, launch.encode().encode(), _CONTEXT)
 
 
 def unseal(sealed: bytes, secret_file: str) -> TaskManagerLaunch:
@@ -55,7 +55,7 @@ def unseal(sealed: bytes, secret_file: str) -> TaskManagerLaunch:
             f"the sealed launch settings do not open with the Spark secret in {secret_file}: they were "
             "changed on the way, or the driver and this executor were given different Spark secrets"
         ) from None
-    return TaskManagerLaunch.from_json(text.decode())
+    return TaskManagerLaunch.decode(text.decode())
 
 
 def _key(secret_file: str) -> bytes:

@@ -33,7 +33,7 @@ def run_barrier_task(launch_json: str, default_bind_host: str, _partition: Itera
     them with, over Spark's authenticated channel)."""
     from sluice.transport.secret import TaskManagerLaunch
 
-    return _run(TaskManagerLaunch.from_json(launch_json), default_bind_host)
+    return _run(TaskManagerLaunch.decode(launch_json), default_bind_host)
 
 
 def run_barrier_task_from_file(
