@@ -5,11 +5,12 @@ Coordinator (`coordinator.CheckpointCoordinator`):
      wait for every running subtask, record finished ones. Declined at once when the feature flag
      `checkpoints-after-tasks-finish` is off and some subtask has finished.
   2. send the trigger with the checkpoint's storage location (it travels inside the barrier too).
-Subtask (`sluice.engine.task.StreamTask`):
+Subtask (`subtask.SubtaskCheckpointer`, handed the barrier by `sluice.engine.task.StreamTask`):
   3. a triggered subtask (or one whose barriers have aligned on every open input channel, see
      `sluice.engine._alignment`) forwards the barrier downstream, then snapshots every operator of its
      chain synchronously (a pickle: a copy), then writes the state files asynchronously and acks with
      their handles and whether its operators have finished. A write failure declines the checkpoint.
+     The module's docstring has these steps in detail, and the subtask's side of steps 6 and after.
 Coordinator:
   4. a subtask that finishes before it acked fails the checkpoint at once; so does any decline, and
      the timeout. Finishing never cancels a pending checkpoint by itself.

@@ -1,9 +1,13 @@
-"""The state one operator subtask hands to a checkpoint, and what it gets back on restore."""
+"""The state one operator subtask hands to a checkpoint, what its chain reports of it, and what it gets
+back on restore."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sluice.state.snapshots import SnapshotWrite
 
 
 @dataclass
@@ -34,6 +38,24 @@ class OperatorSnapshot:
 
     def uses_union_state(self) -> bool:
         return bool(self.unions)
+
+
+@dataclass
+class OperatorAck:
+    """What one operator subtask reports for a checkpoint: its snapshot, taken synchronously, before the
+    subtask's checkpointer writes it (`sluice.checkpoint.subtask`)."""
+
+    uid: str
+    data: bytes | None
+    """The pickled `OperatorSnapshot`, or None when the operator has no state."""
+    finished: bool
+    union: bool
+    operator_state: bool
+    key_groups: tuple[int, int] | None
+    pending_commits: bool
+    """A finished operator whose state holds transactions to commit once the checkpoint completes."""
+    keyed: SnapshotWrite | None = None
+    """The keyed state backend's snapshot, written after the synchronous part (then released)."""
 
 
 @dataclass

@@ -16,25 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sluice.engine.events import CheckpointBarrier
-
-
-@dataclass(frozen=True)
-class BarrierTiming:
-    start_delay_ms: float = 0.0
-    """From the coordinator's trigger (its wall clock) to the checkpoint's first barrier (or trigger) here."""
-    alignment_ms: float = 0.0
-    """From the first barrier to the moment every channel had delivered its barrier or closed."""
-
-    @staticmethod
-    def on_trigger(trigger_ms: int) -> BarrierTiming:
-        """A source subtask, triggered by the coordinator: nothing to align."""
-        return BarrierTiming(start_delay_ms=_delay_since(trigger_ms))
-
-
-def _delay_since(trigger_ms: int) -> float:
-    # Clocks of different hosts may disagree by a little: a barrier is never early.
-    return max(0.0, time.time() * 1000 - trigger_ms)
+from sluice.checkpoint.barrier import BarrierTiming, CheckpointBarrier, delay_since
 
 
 @dataclass
@@ -116,7 +98,7 @@ class BarrierAligner:
         self.arrived = set()
         self.last_seen = barrier.checkpoint_id
         self._first_at = self._clock()
-        self._start_delay_ms = _delay_since(barrier.timestamp)
+        self._start_delay_ms = delay_since(barrier.timestamp)
 
     def _check(self, result: AlignmentResult) -> None:
         assert self.pending is not None

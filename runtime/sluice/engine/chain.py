@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
 from typing import Any
 
 from sluice.checkpoint.restore import FullyFinished, Share
-from sluice.checkpoint.snapshot import OperatorSnapshot, RestoredState
+from sluice.checkpoint.snapshot import OperatorAck, OperatorSnapshot, RestoredState
 from sluice.engine._unpicklable import PICKLING_ERRORS, unpicklable_state
 from sluice.engine.context import Metrics, OperatorContext
 from sluice.engine.events import MAX_WATERMARK, Event, Watermark, WatermarkStatus
@@ -15,7 +14,6 @@ from sluice.engine.operators.base import StreamOperator
 from sluice.engine.writer import RecordWriter
 from sluice.graph.jobgraph import JobVertex
 from sluice.state.keygroups import key_group_range
-from sluice.state.snapshots import SnapshotWrite
 
 
 class _ChainedOutput:
@@ -70,22 +68,6 @@ class _TaskOutput:
         event = WatermarkStatus(idle)
         for writer in self._writers:
             writer.broadcast_event(event)
-
-
-@dataclass
-class OperatorAck:
-    """What one operator subtask reports for a checkpoint."""
-
-    uid: str
-    data: bytes | None
-    finished: bool
-    union: bool
-    operator_state: bool
-    key_groups: tuple[int, int] | None
-    pending_commits: bool
-    """A finished operator whose state holds transactions to commit once the checkpoint completes."""
-    keyed: SnapshotWrite | None = None
-    """The keyed state backend's snapshot, written after the synchronous part (then released)."""
 
 
 class OperatorChain:

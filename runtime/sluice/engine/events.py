@@ -3,13 +3,30 @@
 Events are ordered per channel. A task sends `EndOfData` once it will emit no more records (after
 finishing, or on a stop without drain) and keeps forwarding checkpoint barriers; it sends
 `EndOfPartition` as its very last event, right before it exits. A receiving task treats a channel that
-delivered `EndOfPartition` as aligned for every pending and later checkpoint.
+delivered `EndOfPartition` as aligned for every pending and later checkpoint. The checkpoint barrier
+and its cancellation belong to the checkpoint protocol (`sluice.checkpoint.barrier`); they are
+re-exported here with the other events.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from sluice.checkpoint.barrier import CancelCheckpoint, CheckpointBarrier
+
+__all__ = [
+    "MAX_WATERMARK",
+    "MIN_WATERMARK",
+    "CancelCheckpoint",
+    "CheckpointBarrier",
+    "EndOfData",
+    "EndOfPartition",
+    "Event",
+    "RecordBatch",
+    "Watermark",
+    "WatermarkStatus",
+]
 
 MAX_WATERMARK = 2**63 - 1
 """Sent when a task finishes with drain: fires every remaining event-time timer and window."""
@@ -37,24 +54,6 @@ class WatermarkStatus:
     """An idle channel does not hold back the watermark of the task that reads it."""
 
     idle: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointBarrier:
-    checkpoint_id: int
-    timestamp: int
-    location: str
-    """Where every subtask writes its state for this checkpoint (a URI)."""
-    is_savepoint: bool = False
-    completed: int = 0
-    """The newest checkpoint completed when this one was triggered (0: none)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CancelCheckpoint:
-    """Tells downstream tasks to drop an alignment for a checkpoint that was declined upstream."""
-
-    checkpoint_id: int
 
 
 @dataclass(frozen=True, slots=True)

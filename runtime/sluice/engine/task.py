@@ -1,5 +1,10 @@
 """One subtask: runs its operator chain over its inputs (or its source) and takes part in checkpoints.
 
+The task owns the mailbox (the coordinator's messages) and the inputs (records, watermarks, barriers
+and their alignment, end of data). Its side of each checkpoint, from the aligned barrier to the
+acknowledgement and the notifications, is its `SubtaskCheckpointer` (`sluice.checkpoint.subtask`),
+which also tells when the final checkpoint has completed.
+
 Finishing (FLIP-147), for a source that ran out, a stop-with-savepoint, or a task whose inputs all
 delivered EndOfData:
   1. with drain: MAX_WATERMARK, end_input and finish on every operator; without drain neither;
@@ -14,20 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import traceback
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from sluice._states import SubtaskState
-from sluice.checkpoint.acknowledgement import AckedOperator, Acknowledgement
-from sluice.checkpoint.storage import write_state_file
-from sluice.engine._alignment import AlignmentResult, BarrierAligner, BarrierTiming
+from sluice.checkpoint.barrier import BarrierTiming
+from sluice.checkpoint.subtask import SubtaskCheckpointer
+from sluice.engine._alignment import AlignmentResult, BarrierAligner
 from sluice.engine._failure_context import failure_report
 from sluice.engine._rate import TokenBucket
 from sluice.engine._watermarks import WatermarkValve
-from sluice.engine.chain import OperatorAck, OperatorChain
+from sluice.engine.chain import OperatorChain
 from sluice.engine.channels import InputGate
 from sluice.engine.context import Metrics, processing_time_ms
 from sluice.engine.events import (
@@ -43,17 +47,7 @@ from sluice.engine.events import (
 )
 from sluice.engine.operators.source import SourceOperator
 from sluice.engine.writer import BATCH_SIZE
-from sluice.state.chain_files import KeyedFile
-from sluice.transport.messages import (
-    STATE_WRITE,
-    Abort,
-    Complete,
-    Decline,
-    Message,
-    Stop,
-    TaskReport,
-    Trigger,
-)
+from sluice.transport.messages import Abort, Complete, Message, Stop, TaskReport, Trigger
 
 Report = Callable[[Message], None]
 
@@ -84,8 +78,16 @@ class StreamTask:
         self.report = report
         self.metrics = metrics
         self.rate = rate
-        self.wait_for_final_checkpoint = wait_for_final_checkpoint
-        """Off (checkpoints-after-tasks-finish disabled): end right after end of data, as before FLIP-147."""
+        self.checkpointer = SubtaskCheckpointer(
+            chain,
+            self.vertex.id,
+            subtask_index,
+            f"{self.vertex.name}[{subtask_index}]",
+            report,
+            lambda: self._flush(True),
+            # Off (checkpoints-after-tasks-finish disabled): end right after end of data, as before FLIP-147.
+            wait_for_final_checkpoint,
+        )
         self.mailbox: deque[TaskMessage] = deque()
         self.wakeup = asyncio.Event()
         channels = len(input_edges)
@@ -94,9 +96,6 @@ class StreamTask:
         self._ended_channels: set[int] = set()
         self._drains: list[bool] = []
         self.end_of_data = False
-        self._final_checkpoint: int | None = None
-        self._done = False
-        self._pending_writes: set[asyncio.Task[None]] = set()
         self._idle_rounds = 0
         self._source = chain.head if isinstance(chain.head, SourceOperator) else None
         self._two_inputs = chain.head.two_inputs
@@ -114,7 +113,8 @@ class StreamTask:
         full waits for room (for credit, on a remote channel). A task that stopped reading once its
         own final checkpoint completed left such a sender waiting for ever, and the job with it.
         """
-        return self._done and (self.gate is None or len(self.gate.closed) == len(self.gate.channels))
+        gate = self.gate
+        return self.checkpointer.may_close and (gate is None or len(gate.closed) == len(gate.channels))
 
     # -- messages from the coordinator ------------------------------------------------------------
 
@@ -153,7 +153,7 @@ class StreamTask:
                 await self._finished_on_restore()
             else:
                 await self._loop()
-            await self._drain_writes()
+            await self.checkpointer.wait_for_writes()
             self.chain.close()
             self.chain.broadcast(EndOfPartition())
             await self._flush(True)
@@ -351,11 +351,10 @@ class StreamTask:
         self.chain.broadcast(EndOfData(drain=drain))
         await self._flush(True)
         self.end_of_data = True
+        self.checkpointer.on_end_of_input()
         self._state(SubtaskState.END_OF_DATA, drain=drain)
-        if not self.wait_for_final_checkpoint:
-            self._done = True
 
-    # -- checkpoints --------------------------------------------------------------------------------
+    # -- the mailbox: checkpoints and stops ----------------------------------------------------------
 
     async def _handle_mailbox(self) -> None:
         while self.mailbox:
@@ -363,16 +362,11 @@ class StreamTask:
             if isinstance(message, Trigger):
                 await self._on_trigger(message)
             elif isinstance(message, Complete):
-                self.chain.notify_complete(message.checkpoint)
-                final = self._final_checkpoint
-                if self.end_of_data and final is not None and message.checkpoint >= final:
-                    self._done = True
+                self.checkpointer.notify_complete(message.checkpoint)
             elif isinstance(message, Abort):
                 if self.aligner.on_cancel(message.checkpoint) and self.gate is not None:
                     self._sync_blocked()
-                self.chain.notify_aborted(message.checkpoint)
-                if self._final_checkpoint == message.checkpoint:
-                    self._final_checkpoint = None
+                self.checkpointer.notify_aborted(message.checkpoint)
             elif isinstance(message, Stop) and self._source is not None and not self.end_of_data:
                 await self._end_of_data(drain=message.mode.drains)
 
@@ -385,7 +379,7 @@ class StreamTask:
             trigger.completed,
         )
         if self._source is not None:
-            await self._checkpoint(barrier, BarrierTiming.on_trigger(trigger.timestamp))
+            await self.checkpointer.checkpoint(barrier, BarrierTiming.on_trigger(trigger.timestamp))
             return
         # A non-source subtask is triggered directly once its inputs have finished; their
         # EndOfPartition may still be on the way, so the checkpoint completes when they all closed.
@@ -397,91 +391,7 @@ class StreamTask:
 
     async def _checkpoint_if_aligned(self, result: AlignmentResult) -> None:
         if result.aligned is not None:
-            await self._checkpoint(result.aligned, result.timing or BarrierTiming())
-
-    async def _checkpoint(self, barrier: CheckpointBarrier, timing: BarrierTiming) -> None:
-        cid = barrier.checkpoint_id
-        # The barrier goes downstream before any record that follows it: nothing is processed between
-        # broadcasting it and taking the snapshot.
-        self.chain.broadcast(barrier)
-        # What blocks record processing: from here to the end of the chain's synchronous snapshot.
-        started = time.perf_counter()
-        acks = self.chain.snapshot(cid, barrier.is_savepoint, barrier.completed)
-        sync_ms = (time.perf_counter() - started) * 1000
-        if self.end_of_data and self._final_checkpoint is None:
-            self._final_checkpoint = cid
-        write = asyncio.create_task(self._write_and_ack(cid, acks, barrier.location, timing, sync_ms))
-        self._pending_writes.add(write)
-        write.add_done_callback(self._pending_writes.discard)
-        await self._flush(True)
-
-    async def _write_and_ack(
-        self, cid: int, acks: list[OperatorAck], target: str, timing: BarrierTiming, sync_ms: float
-    ) -> None:
-        started = time.perf_counter()
-        operators = []
-        try:
-            for ack in acks:
-                operators.append(await self._write_operator(ack, target))
-        except Exception as err:
-            name = f"{self.vertex.name}[{self.subtask_index}]"
-            why = f"writing state of {name} failed: {type(err).__name__}: {err}"
-            self.report(Decline(cid, self.vertex.id, self.subtask_index, why, STATE_WRITE))
-            return
-        finally:
-            # Back on the task's thread: the frozen keyed state takes the writes made meanwhile.
-            for ack in acks:
-                if ack.keyed is not None:
-                    ack.keyed.release()
-        acknowledgement = Acknowledgement(
-            cid,
-            self.vertex.id,
-            self.subtask_index,
-            tuple(operators),
-            self.end_of_data,
-            sync_ms=round(sync_ms, 3),
-            async_ms=round((time.perf_counter() - started) * 1000, 3),
-            start_delay_ms=timing.start_delay_ms,
-            alignment_ms=timing.alignment_ms,
-        )
-        self.report(acknowledgement)
-
-    async def _write_operator(self, ack: OperatorAck, target: str) -> AckedOperator:
-        """Writes one operator's state files for the checkpoint; returns what the coordinator learns."""
-        path, size, digest = None, 0, None
-        if ack.data is not None:
-            path = f"{ack.uid}-{self.subtask_index}.state"
-            size, digest = await asyncio.to_thread(write_state_file, target, path, ack.data)
-        chain: tuple[KeyedFile, ...] = ()
-        protected: tuple[str, ...] = ()
-        written = state_size = size
-        if ack.keyed is not None:
-            keyed = await asyncio.to_thread(ack.keyed.write, target, f"{ack.uid}-{self.subtask_index}")
-            ack.keyed.written(keyed)
-            chain = tuple(keyed.chain)
-            protected = tuple(keyed.protected)
-            written += keyed.written
-            state_size += keyed.state_size
-        return AckedOperator(
-            uid=ack.uid,
-            finished=ack.finished,
-            path=path,
-            size=size,
-            key_groups=ack.key_groups or None,
-            operator_state=ack.operator_state,
-            union=ack.union,
-            pending_commits=ack.pending_commits,
-            keyed_files=chain,
-            protected_files=protected,
-            bytes_written=written,
-            state_size=state_size,
-            sha256=digest,
-        )
+            await self.checkpointer.checkpoint(result.aligned, result.timing or BarrierTiming())
 
     def _abort_alignment(self, checkpoint_id: int, why: str) -> None:
-        self.chain.broadcast(CancelCheckpoint(checkpoint_id))
-        self.report(Decline(checkpoint_id, self.vertex.id, self.subtask_index, why))
-
-    async def _drain_writes(self) -> None:
-        if self._pending_writes:
-            await asyncio.gather(*self._pending_writes)
+        self.checkpointer.decline_on_barrier(checkpoint_id, why)

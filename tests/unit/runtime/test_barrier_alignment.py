@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from sluice.engine._alignment import BarrierAligner, BarrierTiming
+from sluice.checkpoint.barrier import BarrierTiming
+from sluice.engine._alignment import BarrierAligner
 from sluice.engine.events import CheckpointBarrier
 
 
