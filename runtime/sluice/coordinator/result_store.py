@@ -42,7 +42,9 @@ def result_uri(job_dir: str) -> str:
 class JobResult:
     """How a job ended. `last_savepoint` is the newest savepoint taken, `stop_savepoint` the one the job
     stopped with (None when it ended otherwise, for instance a bounded job whose input ended after a
-    plain savepoint)."""
+    plain savepoint), and `stop_request_id` the request id its caller gave that stop (POST
+    /v1/savepoints `requestId`): how a caller that lost the coordinator's answer finds, from storage
+    alone, that its own stop completed and where its savepoint is."""
 
     job_id: str
     state: JobState
@@ -52,6 +54,7 @@ class JobResult:
     stop_savepoint: str | None = None
     last_checkpoint: str | None = None
     error: str | None = None
+    stop_request_id: str | None = None
 
     @staticmethod
     def now(
@@ -61,9 +64,13 @@ class JobResult:
         stop_savepoint: str | None,
         last_checkpoint: str | None,
         error: str | None,
+        *,
+        stop_request_id: str | None = None,
     ) -> JobResult:
         now_ms = time.time_ns() // 1_000_000
-        return JobResult(job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error)
+        return JobResult(
+            job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error, stop_request_id
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +81,7 @@ class JobResult:
             "stopSavepoint": self.stop_savepoint,
             "lastCheckpoint": self.last_checkpoint,
             "error": self.error,
+            "stopRequestId": self.stop_request_id,
         }
 
     @staticmethod
@@ -88,6 +96,8 @@ class JobResult:
             stop_savepoint=fields.optional_text("stopSavepoint"),
             last_checkpoint=fields.optional_text("lastCheckpoint"),
             error=fields.optional_text("error"),
+            # Absent from results stored before stops carried request ids: read as none.
+            stop_request_id=fields.optional_text("stopRequestId"),
         )
 
 
