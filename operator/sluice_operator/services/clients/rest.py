@@ -11,8 +11,10 @@ from sluice_contract.rest import (
     DocumentError,
     JobSummary,
     SavepointProgress,
+    SavepointTrigger,
     SavepointTriggered,
 )
+from sluice_contract.states import StopMode
 from sluice_operator.models import REST_PORT, UNKNOWN_STATE
 
 D = TypeVar("D", JobSummary, CheckpointsSummary, SavepointTriggered, SavepointProgress)
@@ -60,8 +62,11 @@ class Coordinator:
     async def checkpoints(self) -> CheckpointsSummary:
         return await self._read(CheckpointsSummary, "GET", "/v1/checkpoints")
 
-    async def trigger_savepoint(self, stop: str | bool, target_directory: str) -> str:
-        body = {"stop": stop, "targetDirectory": target_directory}
+    async def trigger_savepoint(
+        self, stop: StopMode | None, target_directory: str, *, request_id: str | None = None
+    ) -> str:
+        """The trigger id; a `request_id` the coordinator has accepted before answers that trigger."""
+        body = SavepointTrigger(stop, target_directory, request_id).to_json()
         triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
         if not triggered.trigger_id:
             raise CoordinatorError("POST /v1/savepoints answered an empty triggerId")
