@@ -20,6 +20,10 @@ from sluice_operator.models import REST_PORT, UNKNOWN_STATE
 D = TypeVar("D", JobSummary, CheckpointsSummary, SavepointTriggered, SavepointProgress)
 
 
+_OLDER_RUNTIME = 'HTTP 400: unknown field "requestId"'
+"""How a coordinator from before `requestId` refuses it."""
+
+
 class CoordinatorError(Exception):
     """The coordinator could not be reached or refused the request; the message says which."""
 
@@ -67,7 +71,15 @@ class Coordinator:
     ) -> str:
         """The trigger id; a `request_id` the coordinator has accepted before answers that trigger."""
         body = SavepointTrigger(stop, target_directory, request_id).to_json()
-        triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
+        try:
+            triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
+        except CoordinatorError as error:
+            if request_id is None or _OLDER_RUNTIME not in str(error):
+                raise
+            # A job on an image from before request ids refuses the field; triggered as it was then, it
+            # takes its savepoint all the same, only without the idempotency.
+            body = SavepointTrigger(stop, target_directory).to_json()
+            triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
         if not triggered.trigger_id:
             raise CoordinatorError("POST /v1/savepoints answered an empty triggerId")
         return triggered.trigger_id
