@@ -4,6 +4,7 @@ ids (a job still on an older image) is triggered as it was then rather than refu
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -15,9 +16,10 @@ from sluice_contract.states import StopMode
 from sluice_operator.services.clients.rest import Coordinator, CoordinatorError
 
 TARGET = "file:///sp/jobs/counts"
+Answer = Callable[[dict[str, Any]], web.Response]
 
 
-async def _trigger(answer: Any, request_id: str | None) -> tuple[str, list[dict[str, Any]]]:
+async def _trigger(answer: Answer, request_id: str | None) -> tuple[str, list[dict[str, Any]]]:
     bodies: list[dict[str, Any]] = []
 
     async def savepoints(request: web.Request) -> web.Response:
