@@ -9,18 +9,23 @@ older operator lacks (`sluice_contract.states` has the ones there are).
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from .codec import Document, DocumentError, is_none, wire
 from .states import CheckpointKind, StopMode
 
 __all__ = [
+    "REQUEST_ID_MAX",
     "CheckpointSummary",
     "CheckpointsSummary",
     "DocumentError",
     "JobRates",
     "JobSummary",
     "SavepointProgress",
+    "SavepointTrigger",
     "SavepointTriggered",
     "SubtaskCounts",
 ]
@@ -92,6 +97,64 @@ class CheckpointsSummary(Document):
 
     latest: CheckpointSummary | None = None
     history: tuple[CheckpointSummary, ...] = ()
+
+
+REQUEST_ID_MAX = 64
+"""The longest request id a savepoint request may carry."""
+_REQUEST_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{REQUEST_ID_MAX - 1}}}")
+_STOPS = f'false, "{StopMode.SUSPEND.value}" or "{StopMode.TERMINATE.value}"'
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _stop(value: Any, where: str, name: str) -> StopMode | None:
+    # `is False`, not `==`: 0 == False in Python, and 0 is no way to say "no stop".
+    if value is False or value is None:
+        return None
+    if isinstance(value, str) and value in tuple(StopMode):
+        return StopMode(value)
+    raise DocumentError(f"{where}: {name} must be {_STOPS}, not {_shown(value)}")
+
+
+def _target(value: Any, where: str, name: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise DocumentError(f"{where}: {name} must be a URI string, not {_shown(value)}")
+    return value
+
+
+def _request_id(value: Any, where: str, name: str) -> str | None:
+    # Chosen by the caller, kept by the coordinator, stored in the job result and shown in logs: a short
+    # word of letters, digits, '.', '_' and '-' (a Kubernetes uid fits), nothing a log or a path reads.
+    if value is None:
+        return None
+    if not isinstance(value, str) or _REQUEST_ID.fullmatch(value) is None:
+        raise DocumentError(
+            f"{where}: {name} must be 1 to {REQUEST_ID_MAX} letters, digits, '.', '_' or '-', starting "
+            f"with a letter or digit, not {_shown(value)}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class SavepointTrigger(Document):
+    """The body of `POST /v1/savepoints`: a savepoint, or a stop with one (FLIP-34)."""
+
+    refuse_unknown = True
+
+    stop: StopMode | None = field(
+        default=None, metadata=wire(read=_stop, write=lambda mode: False if mode is None else mode.value)
+    )
+    """None (sent as false): a savepoint that leaves the job running."""
+    target_directory: str | None = field(default=None, metadata=wire(read=_target, omit_when=is_none))
+    """None: the job's default savepoint directory."""
+    request_id: str | None = field(default=None, metadata=wire(read=_request_id, omit_when=is_none))
+    """Chosen by the caller to make the request idempotent (Flink's client-chosen `triggerId`): the
+    coordinator answers a request id it has accepted before with that request's trigger, and starts
+    nothing new. A stop's request id is stored with the job's result (`stopRequestId`), so a caller that
+    lost the answer can still find its savepoint once the coordinator is gone."""
 
 
 @dataclass(frozen=True)

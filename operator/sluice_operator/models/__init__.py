@@ -3,6 +3,7 @@
 from sluice_contract.states import CheckpointStatus as TriggerState  # a savepoint trigger's status
 from sluice_contract.states import JobState as RunState  # `JobState` here is `spec.state`
 from sluice_contract.states import RestartKind
+from sluice_contract.states import StopMode as TriggerStop  # a trigger's stop; `StopMode` has NONE too
 
 from ._base import DURATION_HINT, URI_HINT, duration_ms
 from .config import ConfigError, OperatorConfig, PodMonitorConfig, ScraperConfig
@@ -81,6 +82,7 @@ __all__ = [
     "SubtaskCounts",
     "TaskManagerSpec",
     "TriggerState",
+    "TriggerStop",
     "UpgradeMode",
     "duration_ms",
 ]

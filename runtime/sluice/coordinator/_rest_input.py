@@ -17,11 +17,13 @@ from aiohttp import web
 
 from sluice._fs import normalize
 from sluice._states import StopMode
+from sluice_contract.codec import DocumentError
+from sluice_contract.rest import SavepointTrigger
 
 MAX_BODY_BYTES = 64 * 1024
 BODY_TIMEOUT_S = 10.0
 """How long a request body may take to arrive: a slow sender must not hold its connection open."""
-_SAVEPOINT_FIELDS = frozenset({"stop", "targetDirectory"})
+_SAVEPOINT_FIELDS = ("stop", "targetDirectory", "requestId")
 # Control characters have no business in a directory name; `::` chains fsspec file systems, so a target
 # "allowed-prefix/x::other://..." would write somewhere else than its prefix says.
 _UNSAFE_URI = re.compile(r"[\x00-\x1f\x7f]|::")
@@ -102,12 +104,14 @@ class SavepointTargets:
 
 @dataclass(frozen=True)
 class SavepointRequest:
-    """The body of POST /v1/savepoints."""
+    """The body of POST /v1/savepoints (`sluice_contract.rest.SavepointTrigger`), its target checked."""
 
     stop: StopMode | None
     """None: a savepoint that leaves the job running."""
     target: str | None
     """None: the job's default savepoint directory."""
+    request_id: str | None = None
+    """The caller's id for this request, which makes it idempotent (see `SavepointTrigger`)."""
 
     @staticmethod
     def from_json(body: dict[str, Any], targets: SavepointTargets) -> SavepointRequest:
@@ -116,22 +120,18 @@ class SavepointRequest:
 
 
 def _savepoint_request(body: dict[str, Any], targets: SavepointTargets) -> SavepointRequest:
-    unknown = sorted(set(body) - _SAVEPOINT_FIELDS)
+    unknown = sorted(set(body) - set(_SAVEPOINT_FIELDS))
     if unknown:
         raise BadRequest(
-            f"unknown field {_shown(unknown[0])}: a savepoint request has only stop and targetDirectory"
+            f"unknown field {_shown(unknown[0])}: a savepoint request has only "
+            f"{', '.join(_SAVEPOINT_FIELDS[:-1])} and {_SAVEPOINT_FIELDS[-1]}"
         )
-    stop = body.get("stop", False)
-    if stop is False or stop is None:
-        mode = None
-    elif isinstance(stop, str) and stop in tuple(StopMode):
-        mode = StopMode(stop)
-    else:
-        raise BadRequest(f'stop must be false, "suspend" or "terminate", not {_shown(stop)}')
-    target = body.get("targetDirectory")
-    if target is not None and (not isinstance(target, str) or not target.strip()):
-        raise BadRequest(f"targetDirectory must be a URI string, not {_shown(target)}")
-    return SavepointRequest(mode, None if target is None else targets.check(target))
+    try:
+        sent = SavepointTrigger.from_json(body, "savepoint request")
+    except DocumentError as err:
+        raise BadRequest(str(err)) from None
+    target = sent.target_directory
+    return SavepointRequest(sent.stop, None if target is None else targets.check(target), sent.request_id)
 
 
 def cancel_request(body: dict[str, Any]) -> None:

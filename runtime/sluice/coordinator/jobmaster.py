@@ -206,6 +206,7 @@ class JobMaster:
         self.state, self.result = stored.state, stored
         self.savepoints.last = stored.last_savepoint
         self.savepoints.stopped_with = stored.stop_savepoint
+        self.savepoints.stop_request_id = stored.stop_request_id
         self.error = stored.error
         self.ended.set()
         return stored
@@ -263,7 +264,13 @@ class JobMaster:
             error = self._end_request.reason
         savepoints = self.savepoints
         return JobResult.now(
-            self.config.job_id, self.state, savepoints.last, savepoints.stopped_with, latest, error
+            self.config.job_id,
+            self.state,
+            savepoints.last,
+            savepoints.stopped_with,
+            latest,
+            error,
+            stop_request_id=savepoints.stop_request_id,
         )
 
     async def _restore_point(self, previous: str | None) -> str | None:

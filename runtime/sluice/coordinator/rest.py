@@ -55,6 +55,8 @@ class RestApi:
         self._auth = auth
         self.targets = targets
         self.savepoints: dict[str, SavepointEntry] = {}
+        self._requests: dict[str, tuple[str, SavepointRequest]] = {}
+        """Request id -> the trigger it started and the request as first sent (see `post_savepoint`)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.history = MetricsHistory()
         self._prometheus = PrometheusExporter(job, self.history)
@@ -144,6 +146,11 @@ class RestApi:
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
         wanted = SavepointRequest.from_json(await json_object(request), self.targets)
+        if wanted.request_id is not None and wanted.request_id in self._requests:
+            # A caller that lost our answer (its record of the trigger failed to write) asks again: the
+            # same trigger, whatever the job is doing now, so that nothing is taken twice. Looked up
+            # before the job's state is: the stop it asked for may have ended the job meanwhile.
+            return self._repeated(wanted)
         try:
             self.job.savepoints.check(wanted.target)
         except SavepointRefused as refused:
@@ -154,15 +161,33 @@ class RestApi:
         trigger_id = str(next(_trigger_ids))
         entry = SavepointEntry(wanted.stop)
         self.savepoints[trigger_id] = entry
-        task = asyncio.create_task(self._run_savepoint(entry, wanted.stop, wanted.target))
+        if wanted.request_id is not None:
+            self._requests[wanted.request_id] = (trigger_id, wanted)
+        task = asyncio.create_task(self._run_savepoint(entry, wanted))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return web.json_response(SavepointTriggered(trigger_id).to_json(), status=202)
 
-    async def _run_savepoint(self, entry: SavepointEntry, stop: StopMode | None, target: str | None) -> None:
-        savepoints = self.job.savepoints
+    def _repeated(self, wanted: SavepointRequest) -> web.Response:
+        assert wanted.request_id is not None
+        trigger_id, first = self._requests[wanted.request_id]
+        if first != wanted:
+            return _error(
+                409,
+                f"requestId {wanted.request_id!r} was sent before with another request (stop: "
+                f"{first.stop or 'false'}, targetDirectory: {first.target or 'the default'}); a request "
+                "id names one request: choose a new one for another",
+            )
+        return web.json_response(SavepointTriggered(trigger_id).to_json(), status=202)
+
+    async def _run_savepoint(self, entry: SavepointEntry, wanted: SavepointRequest) -> None:
+        savepoints, stop, target = self.job.savepoints, wanted.stop, wanted.target
         try:
-            taken = await (savepoints.take(target) if stop is None else savepoints.stop(stop, target))
+            taken = await (
+                savepoints.take(target)
+                if stop is None
+                else savepoints.stop(stop, target, request_id=wanted.request_id)
+            )
         except Exception as err:
             entry.status, entry.error = CheckpointStatus.FAILED, f"{type(err).__name__}: {err}"
             entry.fetched = False

@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -24,7 +24,7 @@ from sluice._fs import filesystem, join, make_dirs
 from sluice._states import JobState
 from sluice.checkpoint.integrity import Verdict, seal, verdict
 from sluice.checkpoint.state_key import StateKey
-from sluice_contract.codec import Document, decode_object
+from sluice_contract.codec import Document, decode_object, is_none, wire
 
 log = logging.getLogger(__name__)
 RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -41,7 +41,9 @@ def result_uri(job_dir: str) -> str:
 class JobResult(Document):
     """How a job ended. `last_savepoint` is the newest savepoint taken, `stop_savepoint` the one the job
     stopped with (None when it ended otherwise, for instance a bounded job whose input ended after a
-    plain savepoint)."""
+    plain savepoint), and `stop_request_id` the request id its caller gave that stop (POST
+    /v1/savepoints `requestId`): how a caller that lost the coordinator's answer finds, from storage
+    alone, that its own stop completed and where its savepoint is."""
 
     job_id: str
     state: JobState
@@ -51,6 +53,8 @@ class JobResult(Document):
     stop_savepoint: str | None = None
     last_checkpoint: str | None = None
     error: str | None = None
+    stop_request_id: str | None = field(default=None, metadata=wire(omit_when=is_none))
+    """Left out when None, so a result without a stop request keeps the bytes older versions wrote."""
 
     @staticmethod
     def now(
@@ -60,9 +64,13 @@ class JobResult(Document):
         stop_savepoint: str | None,
         last_checkpoint: str | None,
         error: str | None,
+        *,
+        stop_request_id: str | None = None,
     ) -> JobResult:
         now_ms = time.time_ns() // 1_000_000
-        return JobResult(job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error)
+        return JobResult(
+            job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error, stop_request_id
+        )
 
     @staticmethod
     def parse(payload: bytes | str, where: str = "job-result.json") -> JobResult:

@@ -60,6 +60,8 @@ class StopRequest:
     target_dir: str
     done: asyncio.Future[Savepoint]
     savepoint_triggered: bool = False
+    request_id: str | None = None
+    """The caller's id of the request (POST /v1/savepoints `requestId`), stored with the job's result."""
 
 
 class Savepoints:
@@ -83,6 +85,8 @@ class Savepoints:
         """The newest savepoint taken (a stored job result gives it too)."""
         self.stopped_with: str | None = None
         """The savepoint the job stopped with, if it ended that way (`last` may be older)."""
+        self.stop_request_id: str | None = None
+        """The request id of the stop that `stopped_with` completed, if its caller gave one."""
         self.stop_request: StopRequest | None = None
 
     @property
@@ -126,14 +130,18 @@ class Savepoints:
         self.last = metadata.location
         return Savepoint(metadata.checkpoint_id, metadata.location)
 
-    async def stop(self, mode: StopMode, target_dir: str | None) -> Savepoint:
+    async def stop(
+        self, mode: StopMode, target_dir: str | None, *, request_id: str | None = None
+    ) -> Savepoint:
         """Stops the sources, lets every task finish (TERMINATE) or just end (SUSPEND), takes the savepoint.
 
         The job then ends FINISHED. When the savepoint fails, the job is restarted from its latest
-        checkpoint and keeps running; the error is raised.
+        checkpoint and keeps running; the error is raised. `request_id` is kept as `stop_request_id`
+        once the savepoint completed.
         """
         target = await self._checked_target(target_dir)
-        request = StopRequest(mode, target, asyncio.get_running_loop().create_future())
+        future = asyncio.get_running_loop().create_future()
+        request = StopRequest(mode, target, future, request_id=request_id)
         self.stop_request = request
         self._broadcast(Stop(mode))
         try:
@@ -161,6 +169,7 @@ class Savepoints:
                 return
             metadata = future.result()
             self.last = self.stopped_with = metadata.location
+            self.stop_request_id = request.request_id
             request.done.set_result(Savepoint(metadata.checkpoint_id, metadata.location))
 
         done.add_done_callback(settle)

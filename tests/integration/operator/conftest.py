@@ -67,13 +67,22 @@ class RunningOperator:
         pytest.fail(f"the operator did not start in {_START_TIMEOUT_S} s:\n{self.logs()[-5000:]}")
 
 
+@pytest.fixture
+def operator_settings() -> dict[str, str | None]:
+    """More of the operator's settings, for a module to override with a fixture that needs other
+    fixtures (a storage the pods can see: under the process kubelet every pod mounts an emptyDir over
+    /tmp, where the file storage of `operator` lies by default)."""
+    return {}
+
+
 def _environment(
     kube_env: KubeEnv,  # noqa: F811
     storage: Path,
     metrics_port: int,
     request: pytest.FixtureRequest,
 ) -> dict[str, str | None]:
-    """The operator's settings; a test may change them by indirect parametrization: {VAR: value or None}."""
+    """The operator's settings; a test may change them by indirect parametrization: {VAR: value or None},
+    or with an `operator_settings` fixture of its own."""
     return {
         "KUBECONFIG": str(kube_env.kubeconfig),
         "SLUICE_OPERATOR_STORAGE": f"file://{storage}",
@@ -82,6 +91,7 @@ def _environment(
         "SLUICE_OPERATOR_NETWORK_POLICIES": "true",
         "SLUICE_OPERATOR_POD_LABELS": OPERATOR_LABELS,
         "KUBERNETES_SERVICE_HOST": None,
+        **request.getfixturevalue("operator_settings"),
         **getattr(request, "param", {}),
     }
 

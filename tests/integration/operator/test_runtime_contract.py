@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sluice_contract.rest import SavepointProgress
+from sluice_contract.states import StopMode
 from sluice_operator.services.clients.rest import Coordinator, CoordinatorError, session
 from sluice_operator.services.clients.storage import Storage
 
@@ -107,7 +108,7 @@ def test_savepoint_then_suspend_then_read_storage(
                 with pytest.raises(CoordinatorError, match=r"HTTP 40[13]"):
                     await stranger.job()
                 with pytest.raises(CoordinatorError, match=r"HTTP 40[13]"):
-                    await stranger.trigger_savepoint("terminate", f"file://{tmp / 'sp'}")
+                    await stranger.trigger_savepoint(StopMode.TERMINATE, f"file://{tmp / 'sp'}")
             deadline = time.monotonic() + 60
             while (await coordinator.job()).state != "RUNNING" and time.monotonic() < deadline:
                 await asyncio.sleep(0.2)
@@ -115,7 +116,7 @@ def test_savepoint_then_suspend_then_read_storage(
             assert (job.job_id, job.state) == (JOB_ID, "RUNNING")
             assert job.subtasks.total >= 1 and job.start_time is not None
             done = await _until(
-                coordinator, await coordinator.trigger_savepoint(False, f"file://{tmp / 'sp'}")
+                coordinator, await coordinator.trigger_savepoint(None, f"file://{tmp / 'sp'}")
             )
             assert done.status == "COMPLETED", done
             path = str(done.path)
@@ -133,7 +134,7 @@ def test_savepoint_then_suspend_then_read_storage(
             reported = (await coordinator.checkpoints()).latest
             assert reported is not None and reported.id >= latest.checkpoint_id
             stopped = await _until(
-                coordinator, await coordinator.trigger_savepoint("suspend", f"file://{tmp / 'sp'}")
+                coordinator, await coordinator.trigger_savepoint(StopMode.SUSPEND, f"file://{tmp / 'sp'}")
             )
             assert stopped.status == "COMPLETED", stopped
             assert process.wait(timeout=60) == 0
@@ -143,5 +144,60 @@ def test_savepoint_then_suspend_then_read_storage(
             assert result.stop_savepoint == stopped.path
             stop_snapshot = await storage.snapshot(str(stopped.path))
             assert stop_snapshot is not None and stop_snapshot.stop_mode == "no-drain"
+
+    asyncio.run(scenario())
+
+
+REQUEST = "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.0"
+"""A request id as the operator makes one: the Savepoint's uid and its attempt."""
+
+
+def test_a_stop_asked_for_again_with_its_request_id_is_the_same_stop_and_its_result_names_it(
+    running_job: tuple[subprocess.Popen[str], int, Path],
+) -> None:
+    process, port, tmp = running_job
+    target = f"file://{tmp / 'sp'}"
+
+    async def scenario() -> None:
+        async with session() as http:
+            coordinator = Coordinator(http, "127.0.0.1", port, token=TOKEN)
+            deadline = time.monotonic() + 60
+            while (await coordinator.job()).state != "RUNNING" and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            trigger = await coordinator.trigger_savepoint(StopMode.SUSPEND, target, request_id=REQUEST)
+            # The operator lost its record of the answer and asks again: the same trigger, no second stop.
+            again = await coordinator.trigger_savepoint(StopMode.SUSPEND, target, request_id=REQUEST)
+            assert again == trigger
+            # A request id names one request: another request under it is refused, and starts nothing.
+            with pytest.raises(CoordinatorError, match=r"HTTP 409.*another request"):
+                await coordinator.trigger_savepoint(StopMode.TERMINATE, target, request_id=REQUEST)
+            with pytest.raises(CoordinatorError, match=r"HTTP 409.*another request"):
+                await coordinator.trigger_savepoint(None, target, request_id=REQUEST)
+            # Attacks on the field: refused as the body is read, before anything is looked up or started.
+            url = f"http://127.0.0.1:{port}/v1/savepoints"
+            for bad in ("r" * 65, "../../etc/passwd", "a\nInjected: 1", 7, ["x"], {"id": REQUEST}):
+                body = {"stop": "suspend", "targetDirectory": target, "requestId": bad}
+                headers = {"Authorization": f"Bearer {TOKEN}"}
+                async with http.post(url, json=body, headers=headers) as answer:
+                    refusal = await answer.json()
+                    assert answer.status == 400 and "requestId must be" in refusal["error"], (bad, refusal)
+            # The stop ends the job; until its caller has read the outcome the coordinator stays, and a
+            # request asked for again now is still answered with its trigger, not "the job is FINISHED".
+            deadline = time.monotonic() + 60
+            while (await coordinator.job()).state == "RUNNING" and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            assert (await coordinator.job()).state == "FINISHED"
+            late = await coordinator.trigger_savepoint(StopMode.SUSPEND, target, request_id=REQUEST)
+            assert late == trigger
+            taken = [c for c in (await coordinator.checkpoints()).history if c.kind == "savepoint"]
+            assert len(taken) == 1, taken
+            stopped = await _until(coordinator, trigger)
+            assert stopped.status == "COMPLETED" and stopped.stop == "suspend", stopped
+            assert process.wait(timeout=60) == 0
+            assert [p.name for p in (tmp / "sp").iterdir()] == [str(stopped.path).rsplit("/", 1)[-1]]
+            # Stored with the result, so the operator finds its stop from storage alone.
+            result = await Storage(state_key=STATE_KEY).job_result(f"file://{tmp / 'chk'}", JOB_ID)
+            assert result is not None and result.state == "FINISHED"
+            assert (result.stop_savepoint, result.stop_request_id) == (stopped.path, REQUEST)
 
     asyncio.run(scenario())

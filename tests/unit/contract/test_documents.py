@@ -17,6 +17,7 @@ from sluice_contract.rest import (
     JobRates,
     JobSummary,
     SavepointProgress,
+    SavepointTrigger,
     SubtaskCounts,
 )
 
@@ -104,3 +105,17 @@ def test_a_document_that_refuses_unknown_fields_names_the_first() -> None:
     with pytest.raises(DocumentError, match=r"^_Strict: 'extra' is not a field of _Strict$"):
         _Strict.from_json({"name": "a", "other": 2, "extra": 1})
     assert _Strict.from_json({"name": "a"}) == _Strict("a")
+
+
+def test_a_savepoint_trigger_is_written_as_the_coordinator_reads_it() -> None:
+    sent = SavepointTrigger(StopMode.SUSPEND, "s3://b/sp", "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.3")
+    body = sent.to_json()
+    assert body == {"stop": "suspend", "targetDirectory": "s3://b/sp", "requestId": sent.request_id}
+    assert SavepointTrigger.from_json(body) == sent
+    # No stop is `false` on the wire, and fields without a value are left out.
+    assert SavepointTrigger().to_json() == {"stop": False}
+    assert SavepointTrigger.from_json({}) == SavepointTrigger.from_json({"stop": None}) == SavepointTrigger()
+    with pytest.raises(
+        DocumentError, match=r"^SavepointTrigger: 'triggerId' is not a field of SavepointTrigger$"
+    ):
+        SavepointTrigger.from_json({"triggerId": "abc"})

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from aiohttp import web
 
+from sluice_contract.states import StopMode
 from sluice_operator import manifests as m
 from sluice_operator.services.act.auth import JobSecretError, ensure_job_secret
 from sluice_operator.services.clients.rest import Coordinator
@@ -141,7 +142,7 @@ async def _calls_with(token: str | None) -> list[str | None]:
         async with aiohttp.ClientSession() as http:
             client = Coordinator(http, "127.0.0.1", port, token=token)
             await client.job()
-            assert await client.trigger_savepoint("suspend", "file:///sp") == "t1"
+            assert await client.trigger_savepoint(StopMode.SUSPEND, "file:///sp") == "t1"
             assert token is None or token not in repr(client)
     finally:
         await runner.cleanup()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from sluice_contract.integrity import seal
 from sluice_operator.services.act.record import status_delta
@@ -202,3 +203,32 @@ def test_a_result_the_runs_coordinator_did_not_seal_is_not_believed(tmp_path: Pa
     assert asyncio.run(Storage().job_result(f"file://{tmp_path}", "run4")) is None
     found = asyncio.run(Storage(state_key=KEY).job_result(f"file://{tmp_path}", "run4"))
     assert found is not None and found.state == "FINISHED"
+
+
+def test_a_result_names_the_request_id_of_its_stop_only_under_its_mac(tmp_path: Path) -> None:
+    # The request id is what lets the operator complete a Savepoint from storage alone: one planted or
+    # edited into a result must not complete someone's Savepoint with a savepoint of the planter's.
+    (tmp_path / "run6").mkdir()
+    result_file = tmp_path / "run6" / "job-result.json"
+    stopped = {
+        "jobId": "run6",
+        "state": "FINISHED",
+        "stopSavepoint": "file:///sp/s-7",
+        "stopRequestId": "uid.0",
+    }
+
+    def read() -> Any:
+        return asyncio.run(Storage(state_key=KEY).job_result(f"file://{tmp_path}", "run6"))
+
+    result_file.write_text(json.dumps(seal(stopped, KEY)))
+    assert (read().stop_savepoint, read().stop_request_id) == ("file:///sp/s-7", "uid.0")
+    result_file.write_text(json.dumps({**seal(stopped, KEY), "stopRequestId": "victim-uid.0"}))
+    assert read() is None, "edited after sealing"
+    result_file.write_text(json.dumps(stopped))
+    assert read() is None, "no MAC"
+    # Stored before results named the request (no field), or sealed with a value no runtime writes.
+    older = {k: v for k, v in stopped.items() if k != "stopRequestId"}
+    for document in (older, {**stopped, "stopRequestId": None}, {**stopped, "stopRequestId": 7}):
+        result_file.write_text(json.dumps(seal(document, KEY)))
+        assert read().stop_request_id is None, document
+        assert read().stop_savepoint == "file:///sp/s-7"

@@ -93,6 +93,12 @@ def test_no_prefix_allows_nothing() -> None:
             SavepointRequest(StopMode.TERMINATE, "file:///data/sp"),
         ),
         ({"targetDirectory": None}, SavepointRequest(None, None)),
+        (
+            {"stop": "suspend", "requestId": "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.0"},
+            SavepointRequest(StopMode.SUSPEND, None, "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.0"),
+        ),
+        ({"requestId": "r" * 64}, SavepointRequest(None, None, "r" * 64)),
+        ({"requestId": None}, SavepointRequest(None, None)),
     ],
 )
 def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -> None:
@@ -112,6 +118,7 @@ def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -
         ({"targetDirectory": ""}, "targetDirectory must be a URI string"),
         ({"targetDirectory": {"a": 1}}, "targetDirectory must be a URI string"),
         ({"targetDir": "file:///data/sp"}, 'unknown field "targetDir"'),
+        ({"triggerId": "abc"}, "has only stop, targetDirectory and requestId"),
     ],
 )
 def test_bad_savepoint_bodies_say_what_is_wrong(body: dict[str, Any], message: str) -> None:
@@ -123,3 +130,31 @@ def test_a_cancel_request_has_no_fields() -> None:
     cancel_request({})
     with pytest.raises(BadRequest, match="no fields"):
         cancel_request({"force": True})
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [
+        "r" * 65,  # longer than REQUEST_ID_MAX
+        "r" * 100_000,
+        "",
+        "-leading-dash",
+        ".hidden",
+        "a/b",
+        "../../etc",
+        "a b",
+        "a\nInjected: header",
+        "abc\n",  # a trailing newline must not pass as the end of the word
+        "r\x00",
+        "caf\u00e9",  # letters outside ASCII
+        "\u0661\u0662",  # digits of another script
+        7,
+        True,
+        ["abc"],
+        {"id": "abc"},
+    ],
+)
+def test_a_malformed_request_id_is_refused_saying_what_one_looks_like(request_id: Any) -> None:
+    with pytest.raises(BadRequest, match=r"requestId must be 1 to 64 letters, digits") as refused:
+        SavepointRequest.from_json({"stop": "suspend", "requestId": request_id}, TARGETS)
+    assert len(str(refused.value)) < 300, "a long value is cut in the message"

@@ -200,6 +200,19 @@ def test_a_malformed_job_result_names_the_file_and_field(tmp_path: Path) -> None
     )
 
 
+def test_a_job_result_keeps_the_request_id_of_its_stop_and_an_older_one_reads_without(tmp_path: Path) -> None:
+    job_dir = f"file://{tmp_path}"
+    stopped = JobResult(
+        "job", JobState.FINISHED, 5, stop_savepoint="file:///sp/savepoint-job-9", stop_request_id="uid-1.0"
+    )
+    (tmp_path / "job-result.json").write_text(json.dumps(seal(stopped.to_json(), TEST_KEY)))
+    assert read_result(job_dir, "job", TEST_KEY) == stopped
+    # Stored by a Sluice from before stops carried request ids: the field is not there at all.
+    older = {k: v for k, v in stopped.to_json().items() if k != "stopRequestId"}
+    (tmp_path / "job-result.json").write_text(json.dumps(seal(older, TEST_KEY)))
+    assert read_result(job_dir, "job", TEST_KEY) == replace(stopped, stop_request_id=None)
+
+
 def ack_message(**operator: Any) -> dict[str, Any]:
     op = AckedOperator("a", finished=False, path="a-0.state", size=3).to_json() | operator
     return {"type": "ack", "checkpoint": 4, "vertex": 0, "subtask": 1, "endOfData": False, "operators": [op]}

@@ -95,7 +95,9 @@ async def _trigger(deps: Deps, obs: Observed, action: TriggerSavepoint, recorder
         if pod is None or pod.ip is None:
             raise CoordinatorError("the coordinator pod has no IP")
         coordinator = Coordinator(deps.http, pod.ip, pod.rest_port, obs.rest_token)
-        trigger = await coordinator.trigger_savepoint(action.stop, action.target_directory)
+        trigger = await coordinator.trigger_savepoint(
+            action.stop, action.target_directory, request_id=action.request_id
+        )
     except CoordinatorError as error:
         refused = action.refused.model_copy(update={"error": str(error)})
         await recorder.savepoint_status(action.name, refused)

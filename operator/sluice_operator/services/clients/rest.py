@@ -11,11 +11,17 @@ from sluice_contract.rest import (
     DocumentError,
     JobSummary,
     SavepointProgress,
+    SavepointTrigger,
     SavepointTriggered,
 )
+from sluice_contract.states import StopMode
 from sluice_operator.models import REST_PORT, UNKNOWN_STATE
 
 D = TypeVar("D", JobSummary, CheckpointsSummary, SavepointTriggered, SavepointProgress)
+
+
+_OLDER_RUNTIME = 'HTTP 400: unknown field "requestId"'
+"""How a coordinator from before `requestId` refuses it."""
 
 
 class CoordinatorError(Exception):
@@ -60,9 +66,20 @@ class Coordinator:
     async def checkpoints(self) -> CheckpointsSummary:
         return await self._read(CheckpointsSummary, "GET", "/v1/checkpoints")
 
-    async def trigger_savepoint(self, stop: str | bool, target_directory: str) -> str:
-        body = {"stop": stop, "targetDirectory": target_directory}
-        triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
+    async def trigger_savepoint(
+        self, stop: StopMode | None, target_directory: str, *, request_id: str | None = None
+    ) -> str:
+        """The trigger id; a `request_id` the coordinator has accepted before answers that trigger."""
+        body = SavepointTrigger(stop, target_directory, request_id).to_json()
+        try:
+            triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
+        except CoordinatorError as error:
+            if request_id is None or _OLDER_RUNTIME not in str(error):
+                raise
+            # A job on an image from before request ids refuses the field; triggered as it was then, it
+            # takes its savepoint all the same, only without the idempotency.
+            body = SavepointTrigger(stop, target_directory).to_json()
+            triggered = await self._read(SavepointTriggered, "POST", "/v1/savepoints", body)
         if not triggered.trigger_id:
             raise CoordinatorError("POST /v1/savepoints answered an empty triggerId")
         return triggered.trigger_id

@@ -100,6 +100,7 @@ class Storage:
             stop_savepoint=data.get("stopSavepoint") or None,
             last_checkpoint=data.get("lastCheckpoint") or None,
             error=data.get("error") or None,
+            stop_request_id=_text(data.get("stopRequestId")),
         )
 
     async def snapshot(self, path: str) -> Snapshot | None:
@@ -158,6 +159,10 @@ class Storage:
             return False
         fs.rm(root, recursive=True)
         return True
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _snapshot(path: str, data: dict[str, Any]) -> Snapshot:

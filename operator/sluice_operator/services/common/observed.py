@@ -41,6 +41,9 @@ class JobResult:
     """The savepoint the run stopped with (`stopSavepoint`); None when it ended any other way."""
     last_checkpoint: str | None
     error: str | None
+    stop_request_id: str | None = None
+    """The request id the stop was asked for with (`stopRequestId`); None when it ended otherwise, was
+    stopped without one, or was stored before results recorded it."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sluice_operator.manifests import Manifest, Run
-from sluice_operator.models import JobState, PodMonitorConfig, SavepointStatus, StreamJobStatus
+from sluice_operator.models import JobState, PodMonitorConfig, SavepointStatus, StreamJobStatus, TriggerStop
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,15 @@ class TriggerSavepoint:
     """
 
     name: str
-    stop: str | bool  # the REST body's "stop": false, "suspend" or "terminate"
+    stop: TriggerStop | None  # None: a savepoint that leaves the job running
     target_directory: str
     job_id: str
     accepted: SavepointStatus
     refused: SavepointStatus
     uid: str | None = None  # of the Savepoint, for the events of a refusal that fails it
+    request_id: str | None = None
+    """Sent with the trigger: the coordinator answers a request id it accepted before with the same
+    trigger, so a trigger asked for again after its record was lost starts nothing new."""
 
 
 @dataclass(frozen=True)

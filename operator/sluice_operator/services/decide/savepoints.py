@@ -1,4 +1,12 @@
-"""Decisions about a job's Savepoint objects: trigger, follow, finish, retry, stop the job with one."""
+"""Decisions about a job's Savepoint objects: trigger, follow, finish, retry, stop the job with one.
+
+Every trigger carries a request id made from the Savepoint's uid and its attempt (`request_id`). The
+coordinator answers a request id it accepted before with the same trigger, and stores the id of the
+stop a job ended with in the job's result. So a trigger the coordinator accepted but whose record on
+the Savepoint was lost (the status patch failed: the API server was down) is not lost: asked for
+again, the same trigger comes back; and once the run has ended, its stored result says the stop was
+ours and where its savepoint is.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +21,13 @@ from sluice_operator.models import (
     SavepointStatus,
     StopMode,
     TriggerState,
+    TriggerStop,
 )
 from sluice_operator.models import constants as c
 
 from ..common._time import rfc3339
 from ..common.context import JobContext
-from ..common.observed import Observed, SavepointView
+from ..common.observed import JobResult, Observed, SavepointView
 from ..common.plan import (
     CreateSavepoint,
     Event,
@@ -29,10 +38,10 @@ from ..common.plan import (
 )
 from ..common.savepoint_events import outcome_events
 
-_REST_STOP: dict[StopMode, str | bool] = {
-    StopMode.NONE: False,
-    StopMode.SUSPEND: "suspend",
-    StopMode.TERMINATE: "terminate",
+_REST_STOP: dict[StopMode, TriggerStop | None] = {
+    StopMode.NONE: None,
+    StopMode.SUSPEND: TriggerStop.SUSPEND,
+    StopMode.TERMINATE: TriggerStop.TERMINATE,
 }
 _DESIRED = {StopMode.SUSPEND: JobState.SUSPENDED, StopMode.TERMINATE: JobState.FINISHED}
 
@@ -45,6 +54,16 @@ class SavepointOutlook:
     failed_stop: SavepointView | None = None  # a stop for the current generation that failed for good
     # A stop that completed on the running job: the job is ending, nothing more to ask of it.
     completed_stop: SavepointView | None = None
+
+
+def request_id(view: SavepointView) -> str | None:
+    """The request id of the Savepoint's current attempt: its uid and the attempt's number.
+
+    An attempt that failed is counted in `failures` before the next one, so a retry is a new request;
+    the same attempt asked for again (its record was lost) is the same request, answered with the same
+    trigger. None for a Savepoint without a uid (only a test builds one).
+    """
+    return f"{view.uid}.{view.status.failures}" if view.uid else None
 
 
 def _with(view: SavepointView, **changes: object) -> SavepointStatus:
@@ -92,6 +111,9 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
         elif (refusal := _target_refusal(ctx, view)) is not None:
             # Refused before anything else: a stop it asks for does not happen either.
             _finish(plan, view, _with(view, state=SavepointState.FAILED, error=refusal))
+        elif (stored := _stored_stop(round_.ctx, round_.obs.result, view)) is not None:
+            _finish(plan, view, stored)
+            round_.outlook.completed_stop = view
         else:
             _stop_request(round_, view)
             _not_triggered(round_, view)
@@ -100,6 +122,36 @@ def plan_savepoints(ctx: JobContext, obs: Observed, plan: Plan) -> SavepointOutl
 
 def _is_stop(view: SavepointView) -> bool:
     return view.spec is not None and view.spec.stop is not StopMode.NONE
+
+
+def _ours(result: JobResult, view: SavepointView) -> bool:
+    """Whether the stop the run ended with is the one this Savepoint asked for, as far as the result
+    says: a result without a request id (stored by an older runtime, or a stop asked for without one)
+    cannot tell, and is taken as before."""
+    return result.stop_request_id is None or result.stop_request_id == request_id(view)
+
+
+def _stored_stop(ctx: JobContext, result: JobResult | None, view: SavepointView) -> SavepointStatus | None:
+    """A stop Savepoint with no trigger on record that the run ended with all the same, or None.
+
+    Its trigger was accepted and its record lost; the run's stored result (authenticated: the storage
+    client believes no other) names this Savepoint's request id, so the stop was this one and the
+    savepoint is the result's. A result that names no request id is not enough here: with no trigger on
+    record, nothing else says the stop was ours.
+    """
+    wanted = request_id(view)
+    if result is None or wanted is None or not _is_stop(view) or result.stop_request_id != wanted:
+        return None
+    if result.state != RunState.FINISHED or not result.stop_savepoint:
+        return None
+    return _with(
+        view,
+        state=SavepointState.COMPLETED,
+        job_id=result.job_id,
+        path=result.stop_savepoint,
+        completion_time=rfc3339(result.timestamp or ctx.now_ms),
+        error=None,
+    )
 
 
 def _ended(round_: _Round, view: SavepointView) -> None:
@@ -200,6 +252,7 @@ def _trigger(ctx: JobContext, view: SavepointView, job_id: str) -> TriggerSavepo
         accepted=_with(view, state=SavepointState.IN_PROGRESS, job_id=job_id, error=None),
         refused=_with(view, state=refused, failures=failures),
         uid=view.uid,
+        request_id=request_id(view),
     )
 
 
@@ -240,6 +293,7 @@ def _follow(ctx: JobContext, obs: Observed, view: SavepointView) -> SavepointSta
             view.spec.stop is not StopMode.NONE
             and result.stop_savepoint
             and result.state == RunState.FINISHED
+            and _ours(result, view)
         ):
             return _with(
                 view,
