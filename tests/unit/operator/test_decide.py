@@ -250,6 +250,24 @@ def test_after_an_upgrade_savepoint_the_new_spec_starts_from_it() -> None:
     assert status_of(plan)["lifecycleState"] == "Upgrading"
 
 
+def test_an_upgrade_stop_in_flight_is_not_cut_short_while_the_coordinator_does_not_answer() -> None:
+    old, new = spec(), spec(parallelism=8)
+    sp = savepoint(
+        "counts-upgrade-3", "suspend", state="InProgress", triggerId="t1", jobId=OLD_ID, owned=True
+    )
+    unanswered = Observed(pod=pod(old), coordinator=None, savepoints=[sp])
+    plan = decide(ctx(new, deployed_status(old, "Upgrading")), unanswered)
+    assert not [a for a in plan.actions if isinstance(a, DeletePods)], plan.actions
+    assert status_of(plan)["lifecycleState"] == "Upgrading"
+    # Not yet triggered: nothing is cut short, and a job that does not run upgrades from its checkpoint.
+    pending = savepoint("counts-upgrade-3", "suspend", owned=True)
+    plan = decide(
+        ctx(new, deployed_status(old, "Upgrading")),
+        Observed(pod=pod(old), coordinator=None, savepoints=[pending]),
+    )
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)
+
+
 def test_last_state_upgrade_restarts_from_the_latest_checkpoint_in_storage() -> None:
     old, new = spec(upgradeMode="last-state"), spec(upgradeMode="last-state", parallelism=8)
     plan = decide(ctx(new, deployed_status(old)), Observed(pod=pod(old), coordinator=coordinator()))

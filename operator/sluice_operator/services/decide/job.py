@@ -344,6 +344,19 @@ def _upgrade(
             )
         ensure_stop_savepoint(ctx, plan, SavepointKind.UPGRADE)
         return LifecycleState.UPGRADING, None
+    stop = outlook.active_stop
+    if (
+        ctx.spec.upgrade_mode is UpgradeMode.SAVEPOINT
+        and stop is not None
+        and stop.status.trigger_id is not None
+        and obs.coordinator is None
+        and not pod.exited
+    ):
+        # The coordinator accepted the upgrade's stop and does not answer now (a REST timeout, its
+        # Service briefly without endpoints): deleting its pod would cut the stop short and restart
+        # from an older checkpoint. The stop ends the run, or fails, and decides the upgrade then.
+        plan.soon(2.0)
+        return LifecycleState.UPGRADING, None
     why = f"spec changed; upgrading with mode {ctx.spec.upgrade_mode.value}"
     if ctx.spec.upgrade_mode is UpgradeMode.SAVEPOINT:
         why += " (the job is not running, so from its latest checkpoint)"
