@@ -69,7 +69,8 @@ def running_job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Pa
     ]
     with log.open("w") as sink:
         process = subprocess.Popen(command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
+    # A Spark JVM can take over a minute to start on a loaded 2-core machine (seen at load 20).
+    deadline = time.monotonic() + 180
     port = None
     while port is None and time.monotonic() < deadline and process.poll() is None:
         found = re.search(r"REST API at http://[\d.]+:(\d+)", log.read_text())
