@@ -30,11 +30,10 @@ from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode,
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
 from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
-from sluice.checkpoint.integrity import IntegrityError
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.plan import SubtaskId, finished_on_restore
 from sluice.checkpoint.state_key import StateKey, load_state_key
-from sluice.checkpoint.storage import CheckpointStorage, read_metadata
+from sluice.checkpoint.storage import CheckpointStorage
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
     AttemptEvent,
@@ -44,11 +43,12 @@ from sluice.coordinator._attempt_events import (
 )
 from sluice.coordinator._failure_text import FailureLog
 from sluice.coordinator._restore_info import RestoredFrom, RestoreFailed
+from sluice.coordinator._restore_point import read_restore_metadata, restore_point
 from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result, store_result
 from sluice.coordinator.savepoints import Savepoints
-from sluice.coordinator.validation import RestoreRefused, validate_restore
+from sluice.coordinator.validation import validate_restore
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
@@ -64,7 +64,6 @@ from sluice.transport.messages import (
 )
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES
 from sluice.transport.tls import generate_job_ca
-from sluice_contract.checkpoints import NoRestorableCheckpoint
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
@@ -215,7 +214,7 @@ class JobMaster:
         restore = self.config.from_savepoint
         while True:
             try:
-                restore = await self._restore_point(restore)
+                restore = await restore_point(self.storage, self.checkpoints.latest, restore)
                 await self._attempt(restore)
             except AttemptEnded as ended:
                 event = ended.event
@@ -266,60 +265,14 @@ class JobMaster:
             self.config.job_id, self.state, savepoints.last, savepoints.stopped_with, latest, error
         )
 
-    async def _restore_point(self, previous: str | None) -> str | None:
-        """The latest completed checkpoint in storage, else what the previous attempt restored."""
-        try:
-            found = await asyncio.to_thread(self.storage.latest_completed)
-        except NoRestorableCheckpoint as err:
-            raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from err
-        except Exception as err:
-            raise AttemptEnded(
-                RestoreFailed(
-                    f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
-                )
-            ) from err
-        known = self.checkpoints.latest
-        if found is None and known is not None:
-            # Storage lists nothing, yet this run completed a checkpoint there (a directory moved away
-            # for a while, a store that answers a listing from a stale or empty view). Starting from
-            # the previous restore point, or from the beginning, would have the two-phase-commit sinks
-            # commit output a second time: wait for storage instead, as for a listing that failed.
-            raise AttemptEnded(
-                RestoreFailed(
-                    f"listing checkpoints in {self.storage.job_dir} found none, though checkpoint "
-                    f"{known.checkpoint_id} of this run completed at {known.path}"
-                )
-            )
-        return found or previous
-
-    async def _read_restore_metadata(self, restore: str) -> CheckpointMetadata:
-        """The `_metadata` an attempt restores, checked; a failure says whether a retry can mend it."""
-        try:
-            trust = self.config.trust_savepoint and restore == self.config.from_savepoint
-            return await asyncio.to_thread(read_metadata, restore, self.storage.key, trust=trust)
-        except FileNotFoundError:
-            if restore == self.config.from_savepoint:
-                raise  # the user's savepoint is not there: a usage error, not a failure to retry
-            raise AttemptEnded(RestoreFailed(f"checkpoint {restore} is gone")) from None
-        except IntegrityError as err:
-            if restore == self.config.from_savepoint:
-                raise  # not authentic: the user decides (--trust-savepoint), no retry changes it
-            raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from None
-        except ValueError as err:  # FormatError: a malformed _metadata, which no retry mends
-            if restore == self.config.from_savepoint:
-                raise RestoreRefused(f"--from-savepoint {restore}: {err}") from err
-            raise AttemptEnded(RestoreFailed(f"reading {restore} failed: {err}", permanent=True)) from err
-        except Exception as err:
-            # Storage down or answering errors: the restart strategy decides, as for a lost task.
-            raise AttemptEnded(
-                RestoreFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
-            ) from err
-
     async def _attempt(self, restore: str | None) -> NoReturn:
         """Runs one attempt; it ends by raising AttemptEnded."""
         metadata = None
         if restore is not None:
-            metadata = await self._read_restore_metadata(restore)
+            config = self.config
+            metadata = await read_restore_metadata(
+                restore, self.storage.key, config.from_savepoint, config.trust_savepoint
+            )
             dropped = validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
             self.checkpoints.continue_after(metadata.checkpoint_id)
             self._restored(metadata, dropped)
