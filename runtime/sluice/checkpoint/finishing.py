@@ -29,7 +29,8 @@ The rules it enforces, in the order a job meets them:
 8. An attempt that ends any other way (a task failed, cancel, suspend) fails a stop under way with
    the reason. The next attempt starts running afresh and takes its own final checkpoint.
 
-Phases and the events that move between them (`ILLEGAL` lists what cannot happen in a phase):
+Phases and the events that move between them (`LEGAL` lists the phases each event may happen in; in
+any other it raises IllegalTransition):
 
     IDLE --attempt_started--> RUNNING --every task reached end (tick)--> FINAL_CHECKPOINT_DUE
     FINAL_CHECKPOINT_DUE --tick triggers it--> FINAL_CHECKPOINT_PENDING
@@ -76,6 +77,7 @@ class Phase(StrEnum):
     FINAL_CHECKPOINT_DUE = "final-checkpoint-due"
     """Every task has reached end of data: the final checkpoint is triggered once nothing is pending."""
     FINAL_CHECKPOINT_PENDING = "final-checkpoint-pending"
+    """The final checkpoint is triggered; its completion lets the waiting tasks close."""
     CLOSING = "closing"
     """The final checkpoint or the stop's savepoint completed: the tasks close; periodic checkpoints."""
     DRAINING = "draining"
@@ -83,6 +85,7 @@ class Phase(StrEnum):
     SUSPENDING = "suspending"
     """A SUSPEND stop: the sources were told to stop without drain; its savepoint waits for every task."""
     STOP_SAVEPOINT_PENDING = "stop-savepoint-pending"
+    """Every task has reached end of data after the stop: its savepoint is triggered."""
     STOP_FAILED = "stop-failed"
     """The stop's savepoint failed: the attempt is failing; the next restores the latest checkpoint."""
     FINISHED = "finished"
@@ -125,6 +128,8 @@ class StopRequest:
 
 
 class Finishing:
+    """The coordinator's side of finishing over the whole job, one attempt after another."""
+
     def __init__(
         self,
         config: CheckpointConfig,
