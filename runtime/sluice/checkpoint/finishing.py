@@ -64,7 +64,9 @@ from sluice.transport.messages import Stop
 
 log = logging.getLogger(__name__)
 
-Trigger = Callable[[CheckpointKind, str | None, StopMode | None], asyncio.Future[CheckpointMetadata]]
+TriggerCheckpoint = Callable[
+    [CheckpointKind, str | None, StopMode | None], asyncio.Future[CheckpointMetadata]
+]
 """Triggers a checkpoint or savepoint (kind, savepoint target, stop mode): raises CheckpointDeclined,
 else the future of its `_metadata` once completed (CheckpointDeclined when it failed)."""
 
@@ -134,7 +136,7 @@ class Finishing:
         self,
         config: CheckpointConfig,
         *,
-        trigger: Trigger,
+        trigger: TriggerCheckpoint,
         broadcast: Callable[[Stop], None],
         fail_attempt: Callable[[str], None],
     ) -> None:
@@ -143,8 +145,8 @@ class Finishing:
         self._broadcast = broadcast
         self._fail_attempt = fail_attempt
         self.phase = Phase.IDLE
-        self.stop: StopRequest | None = None
-        """The stop under way, or the last one of this attempt (its outcome is in `done`)."""
+        self._stop: StopRequest | None = None
+        """The stop under way, or this attempt's last one (its outcome is in `done`)."""
         self._periodic = PeriodicSchedule(config, 0.0)
         self._awaited: asyncio.Future[CheckpointMetadata] | None = None
         """The final checkpoint or the stop's savepoint this machine waits for."""
@@ -167,14 +169,14 @@ class Finishing:
         self._enter("attempt_started", Phase.RUNNING)
         self._periodic = PeriodicSchedule(self._config, now)
         self._awaited = None
-        self.stop = None
+        self._stop = None
 
     def attempt_ended(self, finished: bool, why: str) -> None:
         """The attempt ended; `finished`: every task finished. A stop still waiting fails with `why`."""
         waiting = self.phase in (Phase.DRAINING, Phase.SUSPENDING, Phase.STOP_SAVEPOINT_PENDING)
         self._enter("attempt_ended", Phase.FINISHED if finished else Phase.IDLE)
         self._awaited = None
-        if waiting and self.stop is not None:
+        if waiting and self._stop is not None:
             self._settle_stop(error=why)
 
     # -- ticks ----------------------------------------------------------------------------------------
@@ -202,9 +204,9 @@ class Finishing:
         self._await(done, self._final_settled)
 
     def _trigger_stop_savepoint(self) -> None:
-        assert self.stop is not None
+        assert self._stop is not None
         try:
-            done = self._trigger(CheckpointKind.SAVEPOINT, self.stop.target_dir, self.stop.mode)
+            done = self._trigger(CheckpointKind.SAVEPOINT, self._stop.target_dir, self._stop.mode)
         except CheckpointDeclined:
             self.stop_savepoint_failed("declined")
             return
@@ -245,9 +247,9 @@ class Finishing:
         """Tells the sources to stop; the future gives the stop's savepoint (see the module docstring)."""
         self._enter("request_stop", Phase.DRAINING if mode is StopMode.TERMINATE else Phase.SUSPENDING)
         self._awaited = None  # a final checkpoint in flight no longer decides: the stop's savepoint will
-        self.stop = StopRequest(mode, target_dir, asyncio.get_running_loop().create_future())
+        self._stop = StopRequest(mode, target_dir, asyncio.get_running_loop().create_future())
         self._broadcast(Stop(mode))
-        return self.stop.done
+        return self._stop.done
 
     def _stop_savepoint_settled(self, future: asyncio.Future[CheckpointMetadata]) -> None:
         if future.cancelled():
@@ -268,8 +270,8 @@ class Finishing:
         self._fail_attempt(f"stop-with-savepoint failed ({reason}); resuming")
 
     def _settle_stop(self, savepoint: CheckpointMetadata | None = None, error: str | None = None) -> None:
-        assert self.stop is not None
-        done = self.stop.done
+        assert self._stop is not None
+        done = self._stop.done
         if done.done():
             return
         if savepoint is not None:

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from sluice._states import CheckpointKind, JobState, StopMode
 from sluice.checkpoint.coordinator import CheckpointDeclined
-from sluice.checkpoint.finishing import Finishing, Trigger
+from sluice.checkpoint.finishing import Finishing, TriggerCheckpoint
 from sluice.checkpoint.storage import CheckpointStorage
 
 
@@ -48,7 +48,7 @@ class Savepoints:
         self,
         *,
         storage: CheckpointStorage,
-        trigger: Trigger,
+        trigger: TriggerCheckpoint,
         finishing: Finishing,
         job_state: Callable[[], JobState],
         default_dir: str | None,
