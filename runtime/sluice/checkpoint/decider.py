@@ -1,20 +1,13 @@
-"""What to trigger now: the stop's savepoint, the final checkpoint, a periodic one, or nothing.
+"""When the next periodic checkpoint is due, and the job's progress every trigger rule reads.
 
-The job master asks at every tick of an attempt and acts on the answer; the rules are here, apart from
-the clock and the job's bookkeeping, as Flink's CheckpointRequestDecider keeps them apart from its
-CheckpointCoordinator:
+The rules of the periodic interval are here, apart from the clock and the job's bookkeeping, as Flink's
+CheckpointRequestDecider keeps them apart from its CheckpointCoordinator. What else is triggered (the
+final checkpoint, the stop's savepoint) and when periodic checkpoints are held back for them is the
+finishing state machine's (`sluice.checkpoint.finishing`), which asks this schedule at every tick:
 
-- One checkpoint at a time: nothing is triggered while one is pending.
-- A stop-with-savepoint (FLIP-34) owns the triggers from its request to its end: its savepoint is
-  triggered once every task has reached end of data, and no checkpoint is triggered meanwhile: a
-  periodic one would hold the savepoint back, and the savepoint is the final checkpoint (it commits).
-  Once every task has closed, there is no savepoint to take: the job finishes.
-- Final checkpoint (FLIP-147): as soon as every task has reached end of data and some have not
-  finished yet (they wait for it to close), checkpoint at once instead of at the next interval. Once a
-  checkpoint that commits side effects, triggered after every task reached end of data, has completed,
-  there is no other final one.
-- Periodic: every `interval_s` (counted from the start of the attempt, then from the last periodic
-  trigger, declined or not), and not within `min_pause_s` of the last completion.
+- One checkpoint at a time: nothing is due while one is pending.
+- Every `interval_s` (counted from the start of the attempt, then from the last periodic trigger,
+  declined or not), and not within `min_pause_s` of the last completion.
 - Nothing once every task has finished, or finishes on restore (every operator of its chain had
   finished in the checkpoint the attempt restored): no task has state left to take, and the job ends
   as they close. A job resumed from a finished job's checkpoint or a drained savepoint is all such
@@ -24,30 +17,13 @@ CheckpointCoordinator:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from sluice.checkpoint.coordinator import CheckpointConfig
 
 
-class Decision(StrEnum):
-    NOTHING = "nothing"
-    PERIODIC = "periodic"
-    FINAL = "final"
-    STOP_SAVEPOINT = "stop-savepoint"
-
-
-class StopPhase(StrEnum):
-    """Where a stop-with-savepoint is, as the decision needs it."""
-
-    NONE = "none"
-    REQUESTED = "requested"
-    """The sources were told to stop; the savepoint waits until every task has reached end of data."""
-    SAVEPOINT_TRIGGERED = "savepoint-triggered"
-
-
 @dataclass(frozen=True)
 class Progress:
-    """The job at one instant, as the decision needs it."""
+    """The job at one instant, as the trigger rules need it."""
 
     pending: bool
     """A checkpoint or savepoint is pending."""
@@ -57,51 +33,25 @@ class Progress:
     """Every subtask has reached end of data (END_OF_DATA or FINISHED)."""
     all_finished: bool
     """Every subtask has finished or finishes on restore."""
-    stop: StopPhase = StopPhase.NONE
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing may be triggered: one is pending, or no task has state left to take."""
+        return self.pending or self.all_finished
 
 
-def decide(
-    config: CheckpointConfig, now: float, next_periodic: float, final_done: bool, progress: Progress
-) -> Decision:
-    """The rules of the module docstring; `now` and `next_periodic` on the `time.monotonic()` clock."""
-    if progress.stop is StopPhase.SAVEPOINT_TRIGGERED:
-        return Decision.NOTHING
-    if progress.stop is StopPhase.REQUESTED:
-        # Every task closed already (the input ran out as the stop was asked for): the job is
-        # finishing, and a savepoint would find no task to take it.
-        ready = progress.all_reached_end and not progress.all_finished and not progress.pending
-        return Decision.STOP_SAVEPOINT if ready else Decision.NOTHING
-    if progress.pending or progress.all_finished:
-        return Decision.NOTHING
-    if not final_done and progress.all_reached_end and not progress.all_finished:
-        return Decision.FINAL
-    paused = now - progress.last_completion < config.min_pause_s
-    if config.interval_s and now >= next_periodic and not paused:
-        return Decision.PERIODIC
-    return Decision.NOTHING
-
-
-class TriggerDecider:
-    """`decide` with what it remembers over one attempt: when the next periodic checkpoint is due, and
-    whether the final checkpoint has completed."""
+class PeriodicSchedule:
+    """The periodic interval over one attempt, on the `time.monotonic()` clock."""
 
     def __init__(self, config: CheckpointConfig, now: float) -> None:
         self.config = config
-        self.next_periodic = now + (config.interval_s or 0)
-        self.final_done = False
+        self.next_due = now + (config.interval_s or 0)
 
-    def decide(self, now: float, progress: Progress) -> Decision:
-        """What to trigger now. The caller triggers what it is told: a periodic answer starts the next
-        interval."""
-        decision = decide(self.config, now, self.next_periodic, self.final_done, progress)
-        if decision is Decision.PERIODIC:
-            self.next_periodic = now + (self.config.interval_s or 0)
-        return decision
-
-    @staticmethod
-    def is_final(commits: bool, all_reached_end: bool) -> bool:
-        """Whether a checkpoint triggered now, once completed, is the final one."""
-        return commits and all_reached_end
-
-    def final_completed(self) -> None:
-        self.final_done = True
+    def due(self, now: float, progress: Progress) -> bool:
+        """Whether a periodic checkpoint is due now. The caller triggers it: the next interval starts."""
+        if progress.quiet or not self.config.interval_s or now < self.next_due:
+            return False
+        if now - progress.last_completion < self.config.min_pause_s:
+            return False
+        self.next_due = now + self.config.interval_s
+        return True

@@ -50,6 +50,20 @@ class EndRequested:
 AttemptEvent = TasksFinished | AttemptFailed | EndRequested
 
 
+def stop_failure(event: AttemptEvent) -> str:
+    """Why a stop-with-savepoint whose savepoint had not completed failed when the attempt ended so."""
+    if isinstance(event, TasksFinished):
+        # The input ran out as the stop was asked for: the job is FINISHED, its final checkpoint
+        # committed every output, and there is nothing left to stop (FLIP-147).
+        return (
+            "the job finished before the savepoint completed: every task reached the end of its "
+            "input, and the final checkpoint committed the output"
+        )
+    if isinstance(event, AttemptFailed):
+        return f"the job attempt failed before the savepoint completed: {event.reason}"
+    return f"the job was {event.state.lower()} before the savepoint completed: {event.reason}"
+
+
 class AttemptEnded(Exception):
     """Raised out of an attempt at whatever stage it was in (restoring, registering, running)."""
 
@@ -58,4 +72,4 @@ class AttemptEnded(Exception):
         self.event = event
 
 
-__all__ = ["AttemptEnded", "AttemptEvent", "AttemptFailed", "EndRequested", "TasksFinished"]
+__all__ = ["AttemptEnded", "AttemptEvent", "AttemptFailed", "EndRequested", "TasksFinished", "stop_failure"]

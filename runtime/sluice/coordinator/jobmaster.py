@@ -6,17 +6,18 @@ the same job id (a replaced pod) restores the latest checkpoint and carries on, 
 does after a fail-over.
 
 An attempt: start TaskManagers on the host, wait until all registered, deploy every subtask (restoring
-from the latest completed checkpoint, or the savepoint the job starts from), then drive checkpoints
-until every subtask has finished. Any failure (a subtask fails, a TaskManager is lost) ends the attempt:
-all TaskManagers are stopped and the restart strategy decides whether a new attempt restores from the
-latest completed checkpoint (restart all, as FLIP-147's first version) or the job fails.
+from the latest completed checkpoint, or the savepoint the job starts from), then tick until every
+subtask has finished: at each tick the finishing state machine (`sluice.checkpoint.finishing`) triggers
+what is due, a periodic checkpoint, the final one or a stop's savepoint. Any failure (a subtask fails, a
+TaskManager is lost) ends the attempt: all TaskManagers are stopped and the restart strategy decides
+whether a new attempt restores from the latest completed checkpoint (restart all, as FLIP-147's first
+version) or the job fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 import uuid
@@ -28,27 +29,29 @@ import cloudpickle
 
 from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode, SubtaskState
 from sluice.checkpoint.acknowledgement import Acknowledgement
-from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator, CheckpointDeclined
-from sluice.checkpoint.decider import Decision, Progress, TriggerDecider
-from sluice.checkpoint.integrity import IntegrityError
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
+from sluice.checkpoint.finishing import Finishing
 from sluice.checkpoint.metadata import CheckpointMetadata
-from sluice.checkpoint.plan import SubtaskId, finished_on_restore
+from sluice.checkpoint.plan import SubtaskId
 from sluice.checkpoint.state_key import StateKey, load_state_key
-from sluice.checkpoint.storage import CheckpointStorage, read_metadata
+from sluice.checkpoint.storage import CheckpointStorage
 from sluice.coordinator._attempt_events import (
     AttemptEnded,
     AttemptEvent,
     AttemptFailed,
     EndRequested,
     TasksFinished,
+    stop_failure,
 )
+from sluice.coordinator._attempt_tasks import AttemptTasks
 from sluice.coordinator._failure_text import FailureLog
 from sluice.coordinator._restore_info import RestoredFrom, RestoreFailed
+from sluice.coordinator._restore_point import read_restore_metadata, restore_point
 from sluice.coordinator.control import DEFAULT_HEARTBEAT_TIMEOUT_S, ControlServer, Report, TaskManagerLink
 from sluice.coordinator.restart import RestartStrategy
 from sluice.coordinator.result_store import JobResult, read_result, store_result
 from sluice.coordinator.savepoints import Savepoints
-from sluice.coordinator.validation import RestoreRefused, validate_restore
+from sluice.coordinator.validation import validate_restore
 from sluice.engine.wiring import placement
 from sluice.graph.jobgraph import JobGraph
 from sluice.hosts.base import TaskManagerHost
@@ -64,7 +67,6 @@ from sluice.transport.messages import (
 )
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES
 from sluice.transport.tls import generate_job_ca
-from sluice_contract.checkpoints import NoRestorableCheckpoint
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
@@ -94,12 +96,6 @@ class JobConfig:
     (another deployment's savepoint, or one from before MACs). Never the job's own checkpoints."""
 
 
-def _final_completed(decider: TriggerDecider, done: asyncio.Future[CheckpointMetadata]) -> None:
-    # The decider of the attempt that triggered it: a later attempt takes its own final checkpoint.
-    if not done.cancelled() and done.exception() is None:
-        decider.final_completed()
-
-
 class JobMaster:
     def __init__(self, graph: JobGraph, config: JobConfig, host: TaskManagerHost) -> None:
         self.graph = graph
@@ -114,7 +110,7 @@ class JobMaster:
         self.error: str | None = None
         self.start_ms = time.time_ns() // 1_000_000
         self.end_ms: int | None = None
-        self.subtasks: dict[SubtaskId, SubtaskState] = {}
+        self._tasks = AttemptTasks()
         self.placement: dict[SubtaskId, int] = {}
         self.metrics: dict[str, Figures] = {}
         self.ended = asyncio.Event()
@@ -140,44 +136,36 @@ class JobMaster:
             heartbeat_timeout_s=config.heartbeat_timeout_s,
         )
         self._graph_blob = encode_blob(cloudpickle.dumps(graph))
-        self._finished: dict[int, set[int]] = {}
-        self._finished_on_restore: dict[int, range] = {}
-        """The vertices whose every operator had finished in the checkpoint this attempt restored."""
-        self._ended_undrained: set[SubtaskId] = set()
-        """Subtasks of this attempt whose input ended without drain (a SUSPEND stop)."""
         # One coordinator for the whole job: its history, counts and checkpoint ids span restarts.
         self.checkpoints = CheckpointCoordinator(
             graph,
             self.storage,
             config.checkpoints,
             self._send,
-            self.finished_subtasks,
+            lambda: self._tasks.finished,
             on_intolerable=self._fail_attempt,
         )
-        self._decider = TriggerDecider(config.checkpoints, time.monotonic())
+        # The final checkpoint and stop-with-savepoint: what is triggered at each tick, and when.
+        self.finishing = Finishing(
+            config.checkpoints,
+            trigger=self._trigger,
+            broadcast=self._control.broadcast,
+            fail_attempt=self._fail_attempt,
+        )
         self.savepoints = Savepoints(
             storage=self.storage,
             trigger=self._trigger,
-            broadcast=self._control.broadcast,
+            finishing=self.finishing,
             job_state=lambda: self.state,
-            fail_attempt=self._fail_attempt,
             default_dir=config.savepoint_dir,
         )
 
     # -- observed state -------------------------------------------------------------------------------
 
-    def finished_subtasks(self) -> dict[int, set[int]]:
-        return self._finished
-
-    def _all(self, *states: SubtaskState) -> bool:
-        return all(s in states for s in self.subtasks.values())
-
-    def _all_finished_or_finishing_on_restore(self) -> bool:
-        restored = self._finished_on_restore
-        return all(
-            s == SubtaskState.FINISHED or subtask[1] in restored.get(subtask[0], ())
-            for subtask, s in self.subtasks.items()
-        )
+    @property
+    def subtasks(self) -> dict[SubtaskId, SubtaskState]:
+        """The state of each subtask of the current attempt, as last reported."""
+        return self._tasks.states
 
     # -- running the job -----------------------------------------------------------------------------
 
@@ -216,7 +204,7 @@ class JobMaster:
         restore = self.config.from_savepoint
         while True:
             try:
-                restore = await self._restore_point(restore)
+                restore = await restore_point(self.storage, self.checkpoints.latest, restore)
                 await self._attempt(restore)
             except AttemptEnded as ended:
                 event = ended.event
@@ -273,60 +261,14 @@ class JobMaster:
             stop_request_id=savepoints.stop_request_id,
         )
 
-    async def _restore_point(self, previous: str | None) -> str | None:
-        """The latest completed checkpoint in storage, else what the previous attempt restored."""
-        try:
-            found = await asyncio.to_thread(self.storage.latest_completed)
-        except NoRestorableCheckpoint as err:
-            raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from err
-        except Exception as err:
-            raise AttemptEnded(
-                RestoreFailed(
-                    f"listing checkpoints in {self.storage.job_dir} failed: {type(err).__name__}: {err}"
-                )
-            ) from err
-        known = self.checkpoints.latest
-        if found is None and known is not None:
-            # Storage lists nothing, yet this run completed a checkpoint there (a directory moved away
-            # for a while, a store that answers a listing from a stale or empty view). Starting from
-            # the previous restore point, or from the beginning, would have the two-phase-commit sinks
-            # commit output a second time: wait for storage instead, as for a listing that failed.
-            raise AttemptEnded(
-                RestoreFailed(
-                    f"listing checkpoints in {self.storage.job_dir} found none, though checkpoint "
-                    f"{known.checkpoint_id} of this run completed at {known.path}"
-                )
-            )
-        return found or previous
-
-    async def _read_restore_metadata(self, restore: str) -> CheckpointMetadata:
-        """The `_metadata` an attempt restores, checked; a failure says whether a retry can mend it."""
-        try:
-            trust = self.config.trust_savepoint and restore == self.config.from_savepoint
-            return await asyncio.to_thread(read_metadata, restore, self.storage.key, trust=trust)
-        except FileNotFoundError:
-            if restore == self.config.from_savepoint:
-                raise  # the user's savepoint is not there: a usage error, not a failure to retry
-            raise AttemptEnded(RestoreFailed(f"checkpoint {restore} is gone")) from None
-        except IntegrityError as err:
-            if restore == self.config.from_savepoint:
-                raise  # not authentic: the user decides (--trust-savepoint), no retry changes it
-            raise AttemptEnded(RestoreFailed(str(err), permanent=True)) from None
-        except ValueError as err:  # FormatError: a malformed _metadata, which no retry mends
-            if restore == self.config.from_savepoint:
-                raise RestoreRefused(f"--from-savepoint {restore}: {err}") from err
-            raise AttemptEnded(RestoreFailed(f"reading {restore} failed: {err}", permanent=True)) from err
-        except Exception as err:
-            # Storage down or answering errors: the restart strategy decides, as for a lost task.
-            raise AttemptEnded(
-                RestoreFailed(f"reading {restore} failed: {type(err).__name__}: {err}")
-            ) from err
-
     async def _attempt(self, restore: str | None) -> NoReturn:
         """Runs one attempt; it ends by raising AttemptEnded."""
         metadata = None
         if restore is not None:
-            metadata = await self._read_restore_metadata(restore)
+            config = self.config
+            metadata = await read_restore_metadata(
+                restore, self.storage.key, config.from_savepoint, config.trust_savepoint
+            )
             dropped = validate_restore(self.graph, metadata, self.config.allow_non_restored_state)
             self.checkpoints.continue_after(metadata.checkpoint_id)
             self._restored(metadata, dropped)
@@ -338,12 +280,7 @@ class JobMaster:
             # a restart's delay and here): the new queue must not lose it.
             self._events.put_nowait(self._end_request)
         self._failing = None
-        self.subtasks = {
-            (v.id, s): SubtaskState.DEPLOYING for v in self.graph.vertices for s in range(v.parallelism)
-        }
-        self._finished = {}
-        self._finished_on_restore = finished_on_restore(self.graph, metadata)
-        self._ended_undrained = set()
+        self._tasks = AttemptTasks(self.graph, metadata)
         self.placement = placement(self.graph, self.config.taskmanagers)
         self.checkpoints.failures.reset()
         self._control.expect(self.config.taskmanagers, self.attempt)
@@ -360,7 +297,7 @@ class JobMaster:
             await self._await_registration(lost)
             self._deploy(metadata)
             self.checkpoints.accept_triggers()
-            self._decider = TriggerDecider(self.config.checkpoints, time.monotonic())
+            self.finishing.attempt_started(time.monotonic())
             self.state = JobState.RUNNING
             await self._drive(lost)
         finally:
@@ -427,32 +364,15 @@ class JobMaster:
                 raise AttemptEnded(event.result())
             event.cancel()
             self.checkpoints.check_timeouts()
-            decision = self._decider.decide(time.monotonic(), self._progress())
-            if decision is Decision.STOP_SAVEPOINT:
-                self.savepoints.take_stop_savepoint()
-            elif decision is not Decision.NOTHING:
-                with contextlib.suppress(CheckpointDeclined):  # recorded in the checkpoint history
-                    self._trigger(CheckpointKind.CHECKPOINT)
-
-    def _progress(self) -> Progress:
-        return Progress(
-            pending=bool(self.checkpoints.pending),
-            last_completion=self.checkpoints.last_completion,
-            all_reached_end=self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED),
-            all_finished=self._all_finished_or_finishing_on_restore(),
-            stop=self.savepoints.stop_phase,
-        )
+            progress = self._tasks.progress(bool(self.checkpoints.pending), self.checkpoints.last_completion)
+            self.finishing.tick(time.monotonic(), progress)
 
     def _trigger(
         self, kind: CheckpointKind, target_dir: str | None = None, stop_mode: StopMode | None = None
     ) -> asyncio.Future[CheckpointMetadata]:
-        """Every checkpoint and savepoint is triggered here, so that the decider learns when the final
-        one completed. Raises CheckpointDeclined."""
-        all_reached_end = self._all(SubtaskState.END_OF_DATA, SubtaskState.FINISHED)
+        """Raises CheckpointDeclined; else the future of the `_metadata` (`finishing.Trigger`)."""
         pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
         assert pending.done is not None
-        if self._decider.is_final(pending.commits, all_reached_end):
-            pending.done.add_done_callback(functools.partial(_final_completed, self._decider))
         return pending.done
 
     async def _end_attempt(self, event: AttemptEvent, ends_for_good: bool = False) -> None:
@@ -470,7 +390,7 @@ class JobMaster:
         await self._control.close_links(self._job_end_notice() if ends_for_good else None)
         # TaskManagers told of the job's end release their sinks' transactions before they exit.
         await self.host.stop(grace_s=5.0 if graceful or ends_for_good else 0.0)
-        self.savepoints.attempt_ended(event)
+        self.finishing.attempt_ended(isinstance(event, TasksFinished), stop_failure(event))
 
     def _job_end_notice(self) -> JobEnd:
         cc = self.checkpoints
@@ -507,7 +427,7 @@ class JobMaster:
     def _on_task_state(self, message: TaskReport) -> None:
         subtask = (message.vertex, message.subtask)
         state = message.state
-        self.subtasks[subtask] = state
+        self._tasks.report(subtask, state, message.drain)
         name = f"{self.graph.vertex(subtask[0]).name}[{subtask[1]}]"
         if state == SubtaskState.FAILED:
             if self._failing is not None:
@@ -522,19 +442,16 @@ class JobMaster:
             # The store failed under a TaskManager's restore: as when the coordinator cannot read the
             # checkpoint, restarts retry it and, once they are used up, the job suspends.
             self._fail_attempt(reason, RestoreFailed(reason) if message.storage else None)
-        elif state == SubtaskState.END_OF_DATA and message.drain is False:
-            self._ended_undrained.add(subtask)
         elif state == SubtaskState.FINISHED:
-            self._finished.setdefault(subtask[0], set()).add(subtask[1])
-            self.checkpoints.on_task_finished(subtask, drained=subtask not in self._ended_undrained)
-            if self._all(SubtaskState.FINISHED):
+            self.checkpoints.on_task_finished(subtask, drained=self._tasks.drained(subtask))
+            if self._tasks.all(SubtaskState.FINISHED):
                 self._events.put_nowait(TasksFinished())
 
     def _on_lost(self, link: TaskManagerLink, attempt: int) -> None:
         if (
             attempt == self.attempt
             and self.state in (JobState.RUNNING, JobState.CREATED, JobState.RESTARTING)
-            and not self._all(SubtaskState.FINISHED)
+            and not self._tasks.all(SubtaskState.FINISHED)
         ):
             lost = link.lost_reason or f"lost the connection to TaskManager {link.index} (pid {link.pid})"
             self._fail_attempt(lost)

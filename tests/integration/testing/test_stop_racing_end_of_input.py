@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import sluice
+from sluice.checkpoint.finishing import Phase
 from sluice.checkpoint.state_key import load_state_key
 from sluice.checkpoint.storage import read_metadata
 from sluice.connectors import SequenceSource
@@ -101,10 +102,10 @@ def test_a_stop_asked_for_as_the_input_ends_finishes_the_job_without_a_restart(t
             assert gates.in_final_checkpoint.wait(GATE_S), "the final checkpoint was never taken"
             stopper = threading.Thread(target=stop, name="stop-with-savepoint")
             stopper.start()
-            _until(lambda: master.savepoints.stop_request is not None, "the stop was asked for")
+            _until(lambda: master.finishing.stopping, "the stop was asked for")
             gates.stop_requested.set()  # the final checkpoint completes: the task closes...
             _until(
-                lambda: (request := master.savepoints.stop_request) is None or request.savepoint_triggered,
+                lambda: master.finishing.phase is not Phase.DRAINING,
                 "the stop's savepoint was triggered",
             )
             gates.savepoint_triggered.set()  # ...only once the stop's savepoint waits for it

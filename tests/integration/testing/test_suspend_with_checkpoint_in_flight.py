@@ -81,7 +81,7 @@ def test_a_suspend_asked_for_while_a_periodic_checkpoint_is_in_flight_ends_with_
             assert held.wait(GATE_S), "the periodic checkpoint's state was never written"
             stopper = threading.Thread(target=stop, name="stop-with-savepoint")
             stopper.start()
-            _until(lambda: master.savepoints.stop_request is not None, "the stop was asked for")
+            _until(lambda: master.finishing.stopping, "the stop was asked for")
             _until(
                 lambda: set(master.subtasks.values()) == {SubtaskState.END_OF_DATA},
                 "every task reached the end of its input",

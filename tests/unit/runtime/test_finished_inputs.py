@@ -53,13 +53,15 @@ def test_the_rest_view_marks_the_input_whose_upstream_reached_its_end() -> None:
     job = JobMaster(
         _enrichment(), JobConfig(checkpoint_dir="file:///nowhere", job_id="j"), cast(TaskManagerHost, None)
     )
-    job.subtasks = {
-        (0, 0): SubtaskState.RUNNING,
-        (0, 1): SubtaskState.END_OF_DATA,
-        (1, 0): SubtaskState.FINISHED,
-        (2, 0): SubtaskState.RUNNING,
-        (2, 1): SubtaskState.RUNNING,
-    }
+    job.subtasks.update(
+        {
+            (0, 0): SubtaskState.RUNNING,
+            (0, 1): SubtaskState.END_OF_DATA,
+            (1, 0): SubtaskState.FINISHED,
+            (2, 0): SubtaskState.RUNNING,
+            (2, 1): SubtaskState.RUNNING,
+        }
+    )
     [enrich] = [v for v in job_view(job).to_json()["vertices"] if v["id"] == 2]
     assert enrich["inputs"] == [
         {"vertex": 0, "partitioning": "hash", "input": 0, "finished": False},

@@ -34,11 +34,13 @@ def _job() -> tuple[JobMaster, MetricsHistory]:
     g = graph([(["src"], 2), (["map", "sink"], 3)], [(0, 1, PartitionKind.HASH)])
     job = JobMaster(g, JobConfig(checkpoint_dir="file:///nowhere", job_id="j1"), cast(TaskManagerHost, None))
     job.start_ms, job.end_ms, job.error = 1000, 6000, "e"
-    job.subtasks = {
-        (0, 0): SubtaskState.RUNNING,
-        (0, 1): SubtaskState.FINISHED,
-        (1, 0): SubtaskState.END_OF_DATA,
-    }
+    job.subtasks.update(
+        {
+            (0, 0): SubtaskState.RUNNING,
+            (0, 1): SubtaskState.FINISHED,
+            (1, 0): SubtaskState.END_OF_DATA,
+        }
+    )
     job.placement = {(0, 0): 0, (0, 1): 1, (1, 0): 0, (1, 1): 1}
     history = MetricsHistory()
     for t in (1, 2):

@@ -1,5 +1,5 @@
-"""A savepoint request is refused, taken or failed by the job master's Savepoints alone; the REST API only
-maps a refusal to 400 or 409 (sluice.coordinator.savepoints)."""
+"""A savepoint request is refused, taken or failed by the job master's Savepoints and its finishing state
+machine; the REST API only maps a refusal to 400 or 409 (sluice.coordinator.savepoints)."""
 
 from __future__ import annotations
 
@@ -9,38 +9,54 @@ from pathlib import Path
 import pytest
 
 from sluice._states import CheckpointKind, JobState, StopMode
-from sluice.checkpoint.coordinator import CheckpointDeclined
-from sluice.checkpoint.decider import StopPhase
+from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointDeclined
+from sluice.checkpoint.decider import Progress
+from sluice.checkpoint.finishing import Finishing, Phase
 from sluice.checkpoint.metadata import CheckpointMetadata
 from sluice.checkpoint.storage import CheckpointStorage
-from sluice.coordinator._attempt_events import AttemptEvent, AttemptFailed, EndRequested, TasksFinished
+from sluice.coordinator._attempt_events import (
+    AttemptEvent,
+    AttemptFailed,
+    EndRequested,
+    TasksFinished,
+    stop_failure,
+)
 from sluice.coordinator.savepoints import Refusal, Savepoint, SavepointRefused, Savepoints
 from sluice.transport.messages import Stop
 
 from ._support import TEST_KEY
 
+ENDED = Progress(pending=False, last_completion=0.0, all_reached_end=True, all_finished=False)
+"""Every task has reached end of data."""
+
 
 class _Job:
-    """What Savepoints is given by the job master, recorded."""
+    """What Savepoints and the finishing state machine are given by the job master, recorded."""
 
     def __init__(self, tmp_path: Path, default_dir: str | None = None) -> None:
         self.state = JobState.RUNNING
         self.declined = False
-        self.triggered: list[tuple[CheckpointKind, str, StopMode | None]] = []
+        self.triggered: list[tuple[CheckpointKind, str | None, StopMode | None]] = []
         self.futures: list[asyncio.Future[CheckpointMetadata]] = []
         self.broadcast: list[Stop] = []
         self.failed: list[str] = []
+        self.finishing = Finishing(
+            CheckpointConfig(interval_s=None),
+            trigger=self._trigger,
+            broadcast=self.broadcast.append,
+            fail_attempt=self.failed.append,
+        )
+        self.finishing.attempt_started(0.0)
         self.savepoints = Savepoints(
             storage=CheckpointStorage(f"file://{tmp_path / 'chk'}", "job", TEST_KEY),
             trigger=self._trigger,
-            broadcast=self.broadcast.append,
+            finishing=self.finishing,
             job_state=lambda: self.state,
-            fail_attempt=self.failed.append,
             default_dir=default_dir,
         )
 
     def _trigger(
-        self, kind: CheckpointKind, target: str, stop_mode: StopMode | None
+        self, kind: CheckpointKind, target: str | None, stop_mode: StopMode | None
     ) -> asyncio.Future[CheckpointMetadata]:
         if self.declined:
             raise CheckpointDeclined("no task is running")
@@ -94,20 +110,21 @@ def test_a_stop_refuses_a_second_stop_and_takes_its_savepoint_when_told(tmp_path
         while not job.broadcast:
             await asyncio.sleep(0.01)
         assert job.broadcast == [Stop(StopMode.SUSPEND)]
-        phases = [job.savepoints.stop_phase]
+        phases = [job.finishing.phase]
         with pytest.raises(SavepointRefused, match="stop-with-savepoint is in progress") as refused:
             job.savepoints.check(target)
         assert refused.value.refusal is Refusal.STOPPING
-        assert job.triggered == []  # not before the decider says every task reached end of data
+        job.finishing.tick(1.0, Progress(False, 0.0, all_reached_end=False, all_finished=False))
+        assert job.triggered == []  # not before every task reached end of data
 
-        job.savepoints.take_stop_savepoint()
-        phases.append(job.savepoints.stop_phase)
+        job.finishing.tick(2.0, ENDED)
+        phases.append(job.finishing.phase)
         assert job.triggered == [(CheckpointKind.SAVEPOINT, target, StopMode.SUSPEND)]
         job.futures[0].set_result(_completed(3, f"{target}/savepoint-job-3"))
         assert await stopping == Savepoint(3, f"{target}/savepoint-job-3")
         assert job.savepoints.last == job.savepoints.stopped_with == f"{target}/savepoint-job-3"
-        phases.append(job.savepoints.stop_phase)
-        assert phases == [StopPhase.REQUESTED, StopPhase.SAVEPOINT_TRIGGERED, StopPhase.NONE]
+        phases.append(job.finishing.phase)
+        assert phases == [Phase.SUSPENDING, Phase.STOP_SAVEPOINT_PENDING, Phase.CLOSING]
         assert job.failed == []
 
     asyncio.run(scenario())
@@ -120,7 +137,7 @@ def test_a_declined_stop_savepoint_fails_the_stop_and_the_attempt(tmp_path: Path
         while not job.broadcast:
             await asyncio.sleep(0.01)
         job.declined = True
-        job.savepoints.take_stop_savepoint()
+        job.finishing.tick(1.0, ENDED)
         with pytest.raises(RuntimeError, match="stop-with-savepoint failed: declined"):
             await stopping
         # The sources stopped: the job master restarts from the latest checkpoint.
@@ -149,11 +166,11 @@ def test_a_stop_whose_attempt_ends_first_fails_saying_why_and_fails_nothing_over
         stopping = asyncio.create_task(job.savepoints.stop(StopMode.TERMINATE, f"file://{tmp_path / 'sp'}"))
         while not job.broadcast:
             await asyncio.sleep(0.01)
-        job.savepoints.attempt_ended(event)
+        job.finishing.attempt_ended(isinstance(event, TasksFinished), stop_failure(event))
         with pytest.raises(RuntimeError, match=f"^stop-with-savepoint failed: {reason}"):
             await stopping
         # The attempt's end decides the job's (FINISHED for TasksFinished): the stop adds no failure.
         assert job.failed == []
-        assert job.savepoints.stop_request is None and job.savepoints.stopped_with is None
+        assert not job.finishing.stopping and job.savepoints.stopped_with is None
 
     asyncio.run(scenario())
