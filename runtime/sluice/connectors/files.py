@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from json import encoder as json_encoder
 from typing import Any
 
 from sluice._fs import filesystem, join, make_dirs, normalize
@@ -105,8 +107,7 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
         return _OpenFile(hidden, join(self.uri, name), fs.open(filesystem(hidden)[1], "wb"))
 
     def write(self, txn: _OpenFile, values: list[Any], timestamps: list[int] | None) -> None:
-        dumps = json.dumps
-        txn.handle.write(("\n".join([dumps(v) for v in values]) + "\n").encode("utf-8"))
+        txn.handle.write(json_lines(values))
 
     def pre_commit(self, txn: _OpenFile, checkpoint_id: int) -> PendingFile:
         txn.handle.close()
@@ -155,6 +156,34 @@ class FileSink(TwoPhaseCommitSink[_OpenFile, PendingFile]):
             fs, hidden = filesystem(txn.hidden)
             if fs.exists(hidden):
                 fs.rm(hidden)
+
+
+_DEFAULTS = json.JSONEncoder()
+# The C encoder `json.JSONEncoder.iterencode` itself uses (the stubs do not declare it).
+_MAKE_ENCODER: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
+    json_encoder, "c_make_encoder", None
+)
+
+
+def json_lines(values: list[Any]) -> bytes:
+    """`json.dumps(v)` of each value, one a line, in UTF-8: the same bytes, at under half the CPU.
+
+    `json.dumps` builds a new C encoder on every call, which costs more than encoding a small record
+    (W7 writes some ten pairs per input record); one encoder with `json.dumps`'s own settings, made here
+    for the batch, encodes each value instead. Without the C accelerator (`c_make_encoder` is None on
+    other interpreters) each value goes through `json.dumps`.
+    """
+    make = _MAKE_ENCODER
+    if make is None:
+        dumps = json.dumps
+        return ("\n".join([dumps(v) for v in values]) + "\n").encode("utf-8")
+    # markers (circular references), default (TypeError), ASCII-escaped strings, no indent,
+    # separators, no sort_keys, no skipkeys, allow_nan: as json.dumps's defaults.
+    encode = make(
+        {}, _DEFAULTS.default, json_encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+    concat = "".join
+    return ("\n".join([concat(encode(v, 0)) for v in values]) + "\n").encode("utf-8")
 
 
 def _job_tag(job_id: str) -> str:

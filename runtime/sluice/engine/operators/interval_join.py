@@ -4,9 +4,15 @@ For each key, a left row at `lt` and a right row at `rt` pair when `lt + lower <
 Each side's rows wait in keyed state (a map from timestamp to the rows of that timestamp) for partners
 from the other side. A row is dropped once no partner can come any more: the watermark `W` promises no
 row earlier than `W`, so a left row at `lt` is done when `W > lt + upper`, a right row at `rt` when
-`W > rt - lower`; an event-time timer per row's cleanup time removes it, so an unbounded join holds
-steady state. A row that is already late (earlier than the watermark) could miss partners that were
-dropped and is dropped itself, as in Flink, and counted in `lateRecordsDropped`.
+`W > rt - lower`. An event-time timer at that cleanup time, one per key and buffered timestamp (the
+rows of one timestamp go together), removes exactly that timestamp's rows, as Flink's operator does: no
+scan of the buffers, so an unbounded join holds steady state at a constant cost per row. A row that is
+already late (earlier than the watermark) could miss partners that were dropped and is dropped itself,
+as in Flink, and counted in `lateRecordsDropped`.
+
+Records come a batch at a time from one input; the loop over them reads each key's buffers through the
+state handles once per record, and calls a plain join function directly (a ProcessJoinFunction goes
+through `_describe`, which gives it the pair's timestamps and key).
 """
 
 from __future__ import annotations
@@ -14,12 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sluice.engine._failure_context import index_reached, mark_record
 from sluice.engine.operators.keyed import KeyedProcessContext, KeyedProcessOperator
 from sluice.functions import Function, ProcessJoinFunction, RuntimeContext
 from sluice.state.descriptors import MapStateDescriptor
 from sluice.state.keyed import MapState
 
 _SIDES = ("left", "right")
+_Entries = list[tuple[int, list[Any]]]
 
 
 class JoinContext:
@@ -65,14 +73,13 @@ class IntervalJoin(Function):
             self.join.close()
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessContext) -> Iterable[Any] | None:
+        # A row's timer is its cleanup time (see `IntervalJoinOperator.process_input`): the timer at T
+        # is the left rows' at T - upper - 1 and the right rows' at T + lower - 1, both due now. Every
+        # buffered timestamp has its timer, so the rows it removes are exactly the expired ones.
         assert self.buffers is not None
         left, right = self.buffers
-        stamps = left.keys()
-        for row_ts in [t for t in stamps if t + self.upper < timestamp]:
-            left.remove(row_ts)
-        stamps = right.keys()
-        for row_ts in [t for t in stamps if t - self.lower < timestamp]:
-            right.remove(row_ts)
+        left.remove(timestamp - self.upper - 1)
+        right.remove(timestamp + self.lower - 1)
         return None
 
 
@@ -106,46 +113,132 @@ class IntervalJoinOperator(KeyedProcessOperator):
         backend = self.ctx.keyed_backend
         join = self.join
         assert backend is not None and join.buffers is not None
-        mine, theirs = join.buffers if input_index == 0 else join.buffers[::-1]
+        from_left = input_index == 0
+        mine, theirs = join.buffers if from_left else join.buffers[::-1]
         key_of = self.key_selectors[input_index]
         watermark = self.timers.watermark
         # A partner of a left row at t lies in [t + lower, t + upper]; of a right row, [t - upper, t - lower].
-        low, high = (join.lower, join.upper) if input_index == 0 else (-join.upper, -join.lower)
-        cleanup = join.upper + 1 if input_index == 0 else 1 - join.lower
+        low, high = (join.lower, join.upper) if from_left else (-join.upper, -join.lower)
+        cleanup = join.upper + 1 if from_left else 1 - join.lower
+        register = self.timers.event.register
+        if isinstance(join.join, ProcessJoinFunction):
+            pair_up = self._described_left if from_left else self._described_right
+        else:
+            pair_up = self._pairs_left if from_left else self._pairs_right
         out: list[Any] = []
         out_ts: list[int] = []
-        pair = self._pair
-        for value, ts in zip(values, timestamps, strict=True):
-            if ts < watermark:
-                self.ctx.metrics.late_records_dropped += 1
-                continue
-            key = key_of(value)
-            backend.current_key = pair.key = key
-            rows = mine.get(ts)
-            mine.put(ts, [value] if rows is None else [*rows, value])
-            self.timers.event.register(key, ts + cleanup)
-            for other_ts, others in theirs.items():
-                if ts + low <= other_ts <= ts + high:
-                    for other in others:
-                        if input_index == 0:
-                            self._emit_pair(value, ts, other, other_ts, out, out_ts)
-                        else:
-                            self._emit_pair(other, other_ts, value, ts, out, out_ts)
+        late = 0
+        records = iter(values)
+        try:
+            for value, ts in zip(records, timestamps, strict=True):
+                if ts < watermark:
+                    late += 1
+                    continue
+                key = key_of(value)
+                backend.current_key = key
+                rows = mine.get(ts)
+                if rows is None:
+                    mine.put(ts, [value])
+                    # One timer per (key, timestamp): the rows of one timestamp go together.
+                    register(key, ts + cleanup)
+                else:
+                    mine.put(ts, [*rows, value])
+                pair_up(key, value, ts, theirs.items(), ts + low, ts + high, out, out_ts)
+        except Exception as error:
+            mark_record(error, values, index_reached(values, records))
+            raise
+        finally:
+            self.ctx.metrics.late_records_dropped += late
         self._flush(out, out_ts, True)
 
-    def _emit_pair(
-        self, left: Any, left_ts: int, right: Any, right_ts: int, out: list[Any], out_ts: list[int]
+    # Each of the four below pairs one row (`value` at `ts`) with the other input's buffered rows
+    # (`(timestamp, rows)` entries) whose timestamps lie in [lo, hi]; a result carries the later timestamp
+    # of its two rows. One call per record: the filter runs in the loop that emits.
+
+    def _pairs_left(
+        self,
+        key: Any,
+        value: Any,
+        ts: int,
+        entries: _Entries,
+        lo: int,
+        hi: int,
+        out: list[Any],
+        out_ts: list[int],
     ) -> None:
-        join = self.join.join
-        stamp = max(left_ts, right_ts)
-        if isinstance(join, ProcessJoinFunction):
-            pair = self._pair
-            pair.left_timestamp, pair.right_timestamp = left_ts, right_ts
-            produced = join.process_element(left, right, pair)
-            if produced is not None:
-                before = len(out)
-                out.extend(produced)
-                out_ts.extend([stamp] * (len(out) - before))
-            return
-        out.append(join(left, right))
-        out_ts.append(stamp)
+        fn = self.join.join
+        for other_ts, others in entries:
+            if not lo <= other_ts <= hi:
+                continue
+            stamp = other_ts if other_ts > ts else ts
+            for other in others:
+                out.append(fn(value, other))  # type: ignore[operator]
+                out_ts.append(stamp)
+
+    def _pairs_right(
+        self,
+        key: Any,
+        value: Any,
+        ts: int,
+        entries: _Entries,
+        lo: int,
+        hi: int,
+        out: list[Any],
+        out_ts: list[int],
+    ) -> None:
+        fn = self.join.join
+        for other_ts, others in entries:
+            if not lo <= other_ts <= hi:
+                continue
+            stamp = other_ts if other_ts > ts else ts
+            for other in others:
+                out.append(fn(other, value))  # type: ignore[operator]
+                out_ts.append(stamp)
+
+    def _described_left(
+        self,
+        key: Any,
+        value: Any,
+        ts: int,
+        entries: _Entries,
+        lo: int,
+        hi: int,
+        out: list[Any],
+        out_ts: list[int],
+    ) -> None:
+        for other_ts, others in entries:
+            if not lo <= other_ts <= hi:
+                continue
+            for other in others:
+                self._describe(key, value, ts, other, other_ts, out, out_ts)
+
+    def _described_right(
+        self,
+        key: Any,
+        value: Any,
+        ts: int,
+        entries: _Entries,
+        lo: int,
+        hi: int,
+        out: list[Any],
+        out_ts: list[int],
+    ) -> None:
+        for other_ts, others in entries:
+            if not lo <= other_ts <= hi:
+                continue
+            for other in others:
+                self._describe(key, other, other_ts, value, ts, out, out_ts)
+
+    def _describe(
+        self, key: Any, left: Any, left_ts: int, right: Any, right_ts: int, out: list[Any], out_ts: list[int]
+    ) -> None:
+        """One pair through a ProcessJoinFunction, which sees both timestamps and the key."""
+        fn = self.join.join
+        assert isinstance(fn, ProcessJoinFunction)
+        pair = self._pair
+        pair.key, pair.left_timestamp, pair.right_timestamp = key, left_ts, right_ts
+        produced = fn.process_element(left, right, pair)
+        if produced is not None:
+            before = len(out)
+            out.extend(produced)
+            out_ts.extend([max(left_ts, right_ts)] * (len(out) - before))
