@@ -243,10 +243,10 @@ class _Table:
     """One declared state in its own LMDB database: `sluice.state.primitives.StateTable` on the store.
     Every read decodes a new copy, so a changed container is written back whole."""
 
-    __slots__ = ("db", "dirty", "kind", "name", "removed", "store")
-    in_place = False
+    __slots__ = ("db", "dirty", "in_place", "kind", "name", "removed", "store")
 
     def __init__(self, store: Store, name: str, kind: str) -> None:
+        self.in_place = False
         self.store, self.name, self.kind = store, name, kind
         self.db = store.open_db(name)
         self.dirty: dict[Any, bytes] = {}
