@@ -2,9 +2,11 @@
 
 A keyed state backend (`sluice.state.heap`, `sluice.state.disk`) provides only a `StateTable` per
 declared state, and the snapshots of its tables; the handles user functions get (the `ValueState`,
-`ListState` and `MapState` of `sluice.state.keyed`) are the classes below, the same on every backend.
-A handle reads the current record's key from its backend at each call, so one handle serves all keys.
-Time-to-live (`sluice.state.ttl`) wraps these handles, so it too is the same on every backend.
+`ListState` and `MapState` of `sluice.state.keyed`) are the classes below, the same on every backend;
+only the heap's value state writes its table's read and write out in its two methods, the hottest path
+of a keyed job (`sluice.state.heap._HeapValueState`). A handle reads the current record's key from its
+backend at each call, so one handle serves all keys. Time-to-live (`sluice.state.ttl`) wraps these
+handles, so it too is the same on every backend.
 
 Lists and maps are stored whole per key. What a table hands out decides how a change is written:
 - on the heap, `own` returns the stored container itself (copied first out of a snapshot in progress),
