@@ -28,21 +28,24 @@ _NO_ENTRIES: Mapping[Any, Any] = MappingProxyType({})
 
 
 class StateTable(Protocol):
-    """One declared state's values, by key of the record they belong to."""
+    """One declared state's values, by key of the record they belong to.
+
+    `get` and `lend` are attributes holding a function, not methods: the heap swaps them as snapshots
+    begin and end (outside one, they are its dict's own `get`), and the handles read them as attributes,
+    which a method call on a slot could not make as fast (bench/state_primitives.py)."""
+
+    get: Callable[[Any, Any], Any]
+    """`get(key, default)`: the key's value, or `default`, only to be read: the caller changes nothing
+    in it."""
+
+    lend: Callable[[Any, Any], Any]
+    """`lend(key, default)`: the key's value, or `default`, to hand to user code, which may change it in
+    place: such a change never reaches a snapshot in progress."""
 
     @property
     def in_place(self) -> bool:
         """Whether `own` hands out the stored container, so that changing it is the write; otherwise it
         is a copy, kept only once `put` back."""
-        ...
-
-    def get(self, key: Any, default: Any, /) -> Any:
-        """The key's value, or `default`, only to be read: the caller changes nothing in it."""
-        ...
-
-    def lend(self, key: Any, default: Any, /) -> Any:
-        """The key's value, or `default`, to hand to user code, which may change it in place: such a
-        change never reaches a snapshot in progress."""
         ...
 
     def own(self, key: Any, copy: Callable[[Any], Any], /) -> Any:
@@ -73,7 +76,8 @@ class TableValueState(Generic[T]):
         self._backend, self._table, self._default = backend, table, default
 
     def value(self) -> T | None:
-        return self._table.lend(self._backend.current_key, self._default)  # type: ignore[no-any-return]
+        lend = self._table.lend  # an attribute (see StateTable)
+        return lend(self._backend.current_key, self._default)  # type: ignore[no-any-return]
 
     def update(self, value: T) -> None:
         self._table.put(self._backend.current_key, value)
@@ -89,29 +93,30 @@ class TableListState(Generic[T]):
         self._backend, self._table = backend, table
 
     def get(self) -> list[T]:
-        return list(self._table.get(self._backend.current_key, ()))
+        read = self._table.get  # an attribute (see StateTable)
+        return list(read(self._backend.current_key, ()))
 
     def add(self, value: T) -> None:
-        table, key = self._table, self._backend.current_key
+        key, table = self._backend.current_key, self._table
         items = table.own(key, list)
         if items is MISSING:
             table.put(key, [value])
-            return
-        items.append(value)
-        if not table.in_place:
-            table.put(key, items)
+        else:
+            items.append(value)
+            if not table.in_place:
+                table.put(key, items)
 
     def add_all(self, values: list[T]) -> None:
         if not values:
             return
-        table, key = self._table, self._backend.current_key
+        key, table = self._backend.current_key, self._table
         items = table.own(key, list)
         if items is MISSING:
             table.put(key, list(values))
-            return
-        items.extend(values)
-        if not table.in_place:
-            table.put(key, items)
+        else:
+            items.extend(values)
+            if not table.in_place:
+                table.put(key, items)
 
     def update(self, values: list[T]) -> None:
         if values:
@@ -130,26 +135,27 @@ class TableMapState:
         self._backend, self._table = backend, table
 
     def _entries(self) -> Mapping[Any, Any]:
-        return self._table.get(self._backend.current_key, _NO_ENTRIES)  # type: ignore[no-any-return]
+        read = self._table.get  # an attribute (see StateTable)
+        return read(self._backend.current_key, _NO_ENTRIES)  # type: ignore[no-any-return]
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self._entries().get(key, default)
 
     def put(self, key: Any, value: Any) -> None:
-        table, current = self._table, self._backend.current_key
+        current, table = self._backend.current_key, self._table
         entries = table.own(current, dict)
         if entries is MISSING:
             table.put(current, {key: value})
-            return
-        entries[key] = value
-        if not table.in_place:
-            table.put(current, entries)
+        else:
+            entries[key] = value
+            if not table.in_place:
+                table.put(current, entries)
 
     def contains(self, key: Any) -> bool:
         return key in self._entries()
 
     def remove(self, key: Any) -> None:
-        table, current = self._table, self._backend.current_key
+        current, table = self._backend.current_key, self._table
         entries = table.own(current, dict)
         if entries is MISSING or key not in entries:
             return
