@@ -269,7 +269,7 @@ class _HeapValueState(TableValueState[T]):
 
     A keyed job reads and updates a value for every record (W4: a count per key); a call into the
     table for each of the two made W4's records 4% slower on the heap, and 15-20% while a snapshot is
-    held (`bench/state_primitives.py`). The code is that of `_Table.lend` and `_Table.put`."""
+    held (`bench/state_primitives.py`). The code is that of `_Table._lend_layered` and `_Table.put`."""
 
     __slots__ = ()
     _table: _Table

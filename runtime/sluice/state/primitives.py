@@ -31,8 +31,8 @@ class StateTable(Protocol):
     """One declared state's values, by key of the record they belong to.
 
     `get` and `lend` are attributes holding a function, not methods: the heap swaps them as snapshots
-    begin and end (outside one, they are its dict's own `get`), and the handles read them as attributes,
-    which a method call on a slot could not make as fast (bench/state_primitives.py)."""
+    begin and end (outside one, they are its dict's own `get`), and the handles read them as attributes
+    before calling them: calling one straight off the table is slower (bench/state_primitives.py)."""
 
     get: Callable[[Any, Any], Any]
     """`get(key, default)`: the key's value, or `default`, only to be read: the caller changes nothing

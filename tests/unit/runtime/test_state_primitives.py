@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from sluice.state.heap import HeapKeyedStateBackend
 from sluice.state.keyed import BackendSnapshot, KeyedStateBackend
 from sluice.state.primitives import TableListState, TableMapState, TableValueState
 
@@ -189,3 +190,34 @@ def test_both_backends_hand_out_the_shared_handles(new_backend: Any) -> None:
     assert isinstance(backend.value_state(ValueStateDescriptor("v")), TableValueState)
     assert type(backend.list_state(ListStateDescriptor[int]("l"))) is TableListState
     assert type(backend.map_state(MapStateDescriptor("m"))) is TableMapState
+
+
+def test_the_shared_value_handle_over_a_heap_table_reads_and_writes_as_the_heaps_own() -> None:
+    """The heap's value state writes its table's read and write out; the table's own `lend` and `put`,
+    which the shared handle calls, must do the same, a snapshot held or not."""
+    backend = HeapKeyedStateBackend(128)
+    own = backend.value_state(ValueStateDescriptor[list[int]]("own", default=[]))
+    shared: TableValueState[list[int]] = TableValueState(backend, backend.table("shared", "value"), [])
+    backend.current_key = "a"
+    for state in (own, shared):
+        state.update([1])
+    held = backend.begin_snapshot()
+    for state in (own, shared):
+        backend.current_key = "a"
+        value = state.value()
+        assert value == [1]
+        value.append(2)  # changed in place while the snapshot is held: the snapshot keeps [1]
+        backend.current_key = "b"
+        assert state.value() == []
+        state.update([9])
+        state.clear()
+        assert state.value() == []
+    assert {t.name: dict(t.entries.items()) for t in held.tables} == {"own": {"a": [1]}, "shared": {"a": [1]}}
+    held.release()
+    backend.current_key = "a"
+    assert own.value() == shared.value()
+    shared.update([3])
+    own.update([3])
+    following = backend.begin_snapshot()
+    assert changes(following, "own") == changes(following, "shared") == ({"a": [3]}, {"b"})
+    following.release()
