@@ -6,12 +6,14 @@ checkpoint needs. Measured against RocksDB through `rocksdict` on this workload 
 record on 2M keys, 1M operations, one process): LMDB 100k operations/s, RocksDB 23k; iterating a
 snapshot 1.06M entries/s against 0.59M (see bench/README.md, W4).
 
-Each declared state is one LMDB database; keys and values are pickled (equal ints, floats and bools are
-one key, as in a dict). Lists and maps are stored whole per key, so adding to a long list rewrites it.
-Writes go into one write transaction, committed every `_COMMIT_EVERY` writes and at each snapshot; the
-store is scratch space: a restart restores from the checkpoint, never from these files, which are
-removed when the operator closes; those of a TaskManager killed outright (under the temp directory, or
-`SLUICE_STATE_DIR`) are removed by the next store opened there once that process is gone.
+This module provides the store, its tables and their snapshots; the state handles are those of
+`sluice.state.primitives`, over these tables. Each declared state is one LMDB database; keys and values
+are pickled (equal ints, floats and bools are one key, as in a dict). Lists and maps are stored whole
+per key, so adding to a long list rewrites it. Writes go into one write transaction, committed every
+`_COMMIT_EVERY` writes and at each snapshot; the store is scratch space: a restart restores from the
+checkpoint, never from these files, which are removed when the operator closes; those of a TaskManager
+killed outright (under the temp directory, or `SLUICE_STATE_DIR`) are removed by the next store opened
+there once that process is gone.
 
 A snapshot hands out the keys changed since the previous one with their encoded values (kept as they
 are written, so a delta reads nothing back from the store); `sluice.state.snapshots` writes them from
@@ -29,13 +31,14 @@ import pickle
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import lmdb
 
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import FrozenTable, legacy_kind
+from sluice.state.primitives import MISSING, TableListState, TableMapState, TableValueState
 
 T = TypeVar("T")
 _COMMIT_EVERY = 20_000
@@ -116,6 +119,11 @@ class Store:
             readahead=False,
         )
         self.txn = self.env.begin(write=True)
+        self.last_key: Any = _NO_KEY
+        self.last_encoded = b""
+        """The key a table encoded last, and its encoding: every access while one record is processed
+        passes the same key object, so it is encoded once per record rather than once per access. (The
+        tables look it up themselves: a call to a method doing it cost a read 5%.)"""
         self.pending = 0
         self.commits = 0
         self.readers = 0
@@ -227,26 +235,49 @@ class DiskSnapshot:
 
 
 class _Table:
-    __slots__ = ("db", "dirty", "kind", "name", "removed", "store")
+    """One declared state in its own LMDB database: `sluice.state.primitives.StateTable` on the store.
+    Every read decodes a new copy, so a changed container is written back whole."""
+
+    __slots__ = ("db", "dirty", "get", "in_place", "kind", "lend", "name", "removed", "store")
 
     def __init__(self, store: Store, name: str, kind: str) -> None:
+        self.in_place = False
+        # Attributes, as StateTable has them (the heap swaps its own).
+        self.get: Callable[[Any, Any], Any] = self._decoded
+        self.lend: Callable[[Any, Any], Any] = self._decoded
         self.store, self.name, self.kind = store, name, kind
         self.db = store.open_db(name)
         self.dirty: dict[Any, bytes] = {}
         """Keys written since the last snapshot, with their encoded values."""
         self.removed: set[Any] = set()
 
-    def get(self, key: Any) -> Any:
-        raw = self.store.txn.get(encode_key(key), db=self.db)
-        return None if raw is None else _loads(raw)
+    def _decoded(self, key: Any, default: Any) -> Any:
+        store = self.store
+        if key is store.last_key:
+            encoded = store.last_encoded
+        else:
+            encoded = store.last_encoded = encode_key(key)
+            store.last_key = key
+        raw = store.txn.get(encoded, db=self.db)
+        return default if raw is None else _loads(raw)
+
+    def own(self, key: Any, copy: Callable[[Any], Any]) -> Any:
+        return self._decoded(key, MISSING)
 
     def put(self, key: Any, value: Any) -> None:
         store = self.store
         data = self.dirty[key] = _dumps(value, 5)
-        store.txn.put(encode_key(key), data, db=self.db)
+        if key is store.last_key:
+            encoded = store.last_encoded
+        else:
+            encoded = store.last_encoded = encode_key(key)
+            store.last_key = key
+        store.txn.put(encoded, data, db=self.db)
         if self.removed:
             self.removed.discard(key)
-        store.wrote()
+        store.pending += 1  # `Store.wrote`, written out: one call less for every write of a record
+        if store.pending >= _COMMIT_EVERY:
+            store.commit()
 
     def remove(self, key: Any) -> None:
         store = self.store
@@ -262,8 +293,6 @@ class DiskKeyedStateBackend:
     def __init__(self, max_parallelism: int, owner: str) -> None:
         self.max_parallelism = max_parallelism
         self.current_key: Any = None
-        self._encoded_key: Any = _NO_KEY
-        self._encoded = b""
         self._owner = owner
         self._store: Store | None = None  # opened with the first declared state
         self._tables: dict[str, _Table] = {}
@@ -279,14 +308,14 @@ class DiskKeyedStateBackend:
         table = self._tables[name] = _Table(self._store, name, kind)
         return table
 
-    def value_state(self, desc: ValueStateDescriptor[T]) -> DiskValueState[T]:
-        return DiskValueState(self, self._table(desc.name, "value"), desc.default)
+    def value_state(self, desc: ValueStateDescriptor[T]) -> TableValueState[T]:
+        return TableValueState(self, self._table(desc.name, "value"), desc.default)
 
-    def list_state(self, desc: ListStateDescriptor[T]) -> DiskListState[T]:
-        return DiskListState(self, self._table(desc.name, "list"))
+    def list_state(self, desc: ListStateDescriptor[T]) -> TableListState[T]:
+        return TableListState(self, self._table(desc.name, "list"))
 
-    def map_state(self, desc: MapStateDescriptor) -> DiskMapState:
-        return DiskMapState(self, self._table(desc.name, "map"))
+    def map_state(self, desc: MapStateDescriptor) -> TableMapState:
+        return TableMapState(self, self._table(desc.name, "map"))
 
     def has_state(self) -> bool:
         return bool(self._tables)
@@ -297,14 +326,6 @@ class DiskKeyedStateBackend:
             return []
         cursor = self._store.txn.cursor(db=table.db)
         return [_loads(key) for key in cursor.iternext(keys=True, values=False)]
-
-    def encoded_key(self) -> bytes:
-        """The current key, encoded once per key rather than once per state access."""
-        key = self.current_key
-        if key is not self._encoded_key:
-            self._encoded = encode_key(key)
-            self._encoded_key = key
-        return self._encoded
 
     def begin_snapshot(self, view: bool = True) -> DiskSnapshot:
         store = self._store
@@ -340,102 +361,3 @@ class DiskKeyedStateBackend:
             self._store.close()
             self._store = None
             self._tables.clear()
-
-
-class DiskValueState(Generic[T]):
-    __slots__ = ("_backend", "_default", "_table")
-
-    def __init__(self, backend: DiskKeyedStateBackend, table: _Table, default: T | None) -> None:
-        self._backend, self._table, self._default = backend, table, default
-
-    def value(self) -> T | None:
-        table = self._table
-        raw = table.store.txn.get(self._backend.encoded_key(), db=table.db)
-        return self._default if raw is None else _loads(raw)
-
-    def update(self, value: T) -> None:
-        table, backend = self._table, self._backend
-        store = table.store
-        data = table.dirty[backend.current_key] = _dumps(value, 5)
-        store.txn.put(backend.encoded_key(), data, db=table.db)
-        if table.removed:
-            table.removed.discard(backend.current_key)
-        store.pending += 1
-        if store.pending >= _COMMIT_EVERY:
-            store.commit()
-
-    def clear(self) -> None:
-        self._table.remove(self._backend.current_key)
-
-
-class DiskListState(Generic[T]):
-    __slots__ = ("_backend", "_table")
-
-    def __init__(self, backend: DiskKeyedStateBackend, table: _Table) -> None:
-        self._backend, self._table = backend, table
-
-    def get(self) -> list[T]:
-        return list(self._table.get(self._backend.current_key) or ())
-
-    def add(self, value: T) -> None:
-        self.add_all([value])
-
-    def add_all(self, values: list[T]) -> None:
-        if values:
-            key = self._backend.current_key
-            self._table.put(key, [*(self._table.get(key) or ()), *values])
-
-    def update(self, values: list[T]) -> None:
-        if values:
-            self._table.put(self._backend.current_key, list(values))
-        else:
-            self.clear()
-
-    def clear(self) -> None:
-        self._table.remove(self._backend.current_key)
-
-
-class DiskMapState:
-    __slots__ = ("_backend", "_table")
-
-    def __init__(self, backend: DiskKeyedStateBackend, table: _Table) -> None:
-        self._backend, self._table = backend, table
-
-    def _entries(self) -> dict[Any, Any]:
-        return self._table.get(self._backend.current_key) or {}
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._entries().get(key, default)
-
-    def put(self, key: Any, value: Any) -> None:
-        entries = self._entries()
-        entries[key] = value
-        self._table.put(self._backend.current_key, entries)
-
-    def contains(self, key: Any) -> bool:
-        return key in self._entries()
-
-    def remove(self, key: Any) -> None:
-        entries = self._entries()
-        if key not in entries:
-            return
-        del entries[key]
-        if entries:
-            self._table.put(self._backend.current_key, entries)
-        else:
-            self.clear()
-
-    def items(self) -> list[tuple[Any, Any]]:
-        return list(self._entries().items())
-
-    def keys(self) -> list[Any]:
-        return list(self._entries())
-
-    def values(self) -> list[Any]:
-        return list(self._entries().values())
-
-    def is_empty(self) -> bool:
-        return not self._entries()
-
-    def clear(self) -> None:
-        self._table.remove(self._backend.current_key)
