@@ -16,10 +16,9 @@ from typing import Any
 import fsspec
 
 from sluice_contract.checkpoints import METADATA, latest_restorable
-from sluice_contract.integrity import Verdict, key_id, verdict
-from sluice_operator.models import UNKNOWN_STATE
+from sluice_contract.results import RESULT_FILE, Disbelieved, JobResult, believed
 
-from ..common.observed import JobResult, Snapshot
+from ..common.observed import Snapshot
 
 log = logging.getLogger(__name__)
 _disbelieved: set[tuple[str, str]] = set()
@@ -60,48 +59,47 @@ class Storage:
         return fs, path
 
     def _read_json(self, uri: str) -> dict[str, Any] | None:
+        payload = self._read(uri)
+        if payload is None:
+            return None
+        data = json.loads(payload)
+        return data if isinstance(data, dict) else None
+
+    def _read(self, uri: str) -> bytes | None:
         fs, path = self._fs(uri)
         try:
             with fs.open(path, "rb") as handle:
-                data = json.loads(handle.read())
+                payload: bytes = handle.read()
         except FileNotFoundError:
             return None
-        return data if isinstance(data, dict) else None
-
-    def _doubt(self, document: dict[str, Any], job_id: str) -> str | None:
-        if self._state_key is None:
-            return "cannot be checked: the namespace has no state key Secret, so no run sealed it"
-        found = verdict(document, self._state_key)
-        if found is not Verdict.VALID:
-            return found.explain(key_id(self._state_key))
-        if document.get("jobId") != job_id:
-            return f"is the result of run {document.get('jobId')!r}"
-        return None
+        return payload
 
     async def job_result(self, checkpoint_dir: str, job_id: str) -> JobResult | None:
-        uri = f"{checkpoint_dir}/{job_id}/job-result.json"
-        data = await asyncio.to_thread(self._read_json, uri)
-        if data is None:
+        """The stored end of run `job_id`, read as the coordinator reads it (`sluice_contract.results`).
+
+        Raises DocumentError for a result the namespace's key sealed with a malformed field: the
+        observation reports it rather than decide on a guess.
+        """
+        uri = f"{checkpoint_dir}/{job_id}/{RESULT_FILE}"
+        payload = await asyncio.to_thread(self._read, uri)
+        if payload is None:
             return None
         # A stored result ends the run for good: only one the run's coordinator sealed is believed, as the
         # coordinator itself does (docs/security.md). Anyone who can write to the bucket could plant one.
-        why = self._doubt(data, job_id)
-        if why is not None:
-            if (uri, why) not in _disbelieved:
-                _disbelieved.add((uri, why))
-                log.warning("%s %s, so it is not believed: run %s is treated as not ended", uri, why, job_id)
+        if self._state_key is None:
+            found: JobResult | Disbelieved = Disbelieved(
+                "cannot be checked: the namespace has no state key Secret, so no run sealed it"
+            )
+        else:
+            found = believed(payload, job_id, self._state_key, uri)
+        if isinstance(found, Disbelieved):
+            if (uri, found.why) not in _disbelieved:
+                _disbelieved.add((uri, found.why))
+                log.warning(
+                    "%s %s, so it is not believed: run %s is treated as not ended", uri, found.why, job_id
+                )
             return None
-        return JobResult(
-            job_id=str(data.get("jobId") or job_id),
-            state=str(data.get("state") or UNKNOWN_STATE),
-            timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
-            # Not lastSavepoint: a bounded job that took a plain (periodic) savepoint and then ended on
-            # its own has one, and starting a new run from it would write everything after it again.
-            stop_savepoint=data.get("stopSavepoint") or None,
-            last_checkpoint=data.get("lastCheckpoint") or None,
-            error=data.get("error") or None,
-            stop_request_id=_text(data.get("stopRequestId")),
-        )
+        return found
 
     async def snapshot(self, path: str) -> Snapshot | None:
         data = await asyncio.to_thread(self._read_json, f"{path.rstrip('/')}/_metadata")
@@ -159,10 +157,6 @@ class Storage:
             return False
         fs.rm(root, recursive=True)
         return True
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _snapshot(path: str, data: dict[str, Any]) -> Snapshot:

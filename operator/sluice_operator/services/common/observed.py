@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluice_contract.rest import CheckpointsSummary, CheckpointSummary, JobSummary, SavepointProgress
+from sluice_contract.results import JobResult
 from sluice_operator.models import REST_PORT, UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
 
 
@@ -28,22 +29,6 @@ class PodView:
     @property
     def exited(self) -> bool:
         return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """`job-result.json` of a run (docs/reference/storage-layout.md)."""
-
-    job_id: str
-    state: str  # a RunState: FINISHED, FAILED, CANCELED
-    timestamp: int | None
-    stop_savepoint: str | None
-    """The savepoint the run stopped with (`stopSavepoint`); None when it ended any other way."""
-    last_checkpoint: str | None
-    error: str | None
-    stop_request_id: str | None = None
-    """The request id the stop was asked for with (`stopRequestId`); None when it ended otherwise, was
-    stopped without one, or was stored before results recorded it."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +101,7 @@ class Observed:
     coordinator: CoordinatorView | None = None
     coordinator_error: str | None = None
     result: JobResult | None = None  # of the current run (pod's job id, else status.job.id)
+    """The run's `job-result.json`, as its coordinator stored it: the contract's one reading of it."""
     latest_checkpoint: Snapshot | None = None  # newest of the current run in storage (no coordinator)
     last_result_snapshot: Snapshot | None = None  # the result's lastCheckpoint, read from storage
     savepoints: list[SavepointView] = field(default_factory=list)
