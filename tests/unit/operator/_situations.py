@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice_contract.results import JobResult
-from sluice_contract.states import JobState
+from sluice_contract.states import CheckpointKind, JobState
 from sluice_operator import manifests as m
 from sluice_operator.models import SavepointSpec, SavepointStatus, StreamJobSpec, StreamJobStatus
 from sluice_operator.services.common.context import JobContext
@@ -104,7 +104,7 @@ def snapshot(path: str = f"s3://b/chk/{OLD_ID}/chk-9", finished: tuple[str, ...]
         path=path,
         checkpoint_id=9,
         job_id=OLD_ID,
-        kind="checkpoint",
+        kind=CheckpointKind.CHECKPOINT,
         timestamp=NOW - 2_000,
         stop_mode=None,
         operators=("a", "b"),

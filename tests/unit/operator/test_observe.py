@@ -245,3 +245,22 @@ def test_a_result_names_the_request_id_of_its_stop_only_under_its_mac(tmp_path: 
     result_file.write_text(json.dumps(seal({**stopped, "stopRequestId": 7}, KEY)))
     with pytest.raises(DocumentError, match=r"job-result\.json: 'stopRequestId' must be a string or null"):
         read()
+
+
+def test_a_checkpoint_whose_head_cannot_be_read_is_passed_over_for_the_one_before(tmp_path: Path) -> None:
+    # Read by the contract's `MetadataSummary`, as the runtime reads it: a field it cannot read makes the
+    # checkpoint as unusable as a missing state file, so the run's restore point is the one before.
+    _checkpoint(tmp_path, "run1", 4, 1_000, False)
+    _checkpoint(tmp_path, "run1", 5, 2_000, False)
+    stored = tmp_path / "run1" / "chk-5" / "_metadata"
+    stored.write_text(json.dumps({**json.loads(stored.read_text()), "kind": "backup"}))
+    latest = asyncio.run(Storage().latest_checkpoint(f"file://{tmp_path}", "run1"))
+    assert latest is not None and latest.checkpoint_id == 4
+    with pytest.raises(DocumentError, match=r"chk-5/_metadata: 'kind' must be one of"):
+        asyncio.run(Storage().snapshot(f"file://{tmp_path}/run1/chk-5"))
+    snapshot = asyncio.run(Storage().snapshot(f"file://{tmp_path}/run1/chk-4"))
+    assert snapshot is not None and (snapshot.kind, snapshot.timestamp, snapshot.operators) == (
+        "checkpoint",
+        1_000,
+        ("src", "sink"),
+    )

@@ -16,6 +16,8 @@ from typing import Any
 import fsspec
 
 from sluice_contract.checkpoints import METADATA, latest_restorable
+from sluice_contract.codec import decode_object
+from sluice_contract.metadata import MetadataSummary
 from sluice_contract.results import RESULT_FILE, Disbelieved, JobResult, believed
 
 from ..common.observed import Snapshot
@@ -102,8 +104,11 @@ class Storage:
         return found
 
     async def snapshot(self, path: str) -> Snapshot | None:
-        data = await asyncio.to_thread(self._read_json, f"{path.rstrip('/')}/_metadata")
-        return None if data is None else _snapshot(path.rstrip("/"), data)
+        """The checkpoint or savepoint at `path`, None when it has no `_metadata`; a malformed one raises
+        DocumentError naming the field."""
+        location = path.rstrip("/")
+        data = await asyncio.to_thread(self._read_json, f"{location}/{METADATA}")
+        return None if data is None else _snapshot(location, data)
 
     async def latest_checkpoint(self, checkpoint_dir: str, job_id: str | None = None) -> Snapshot | None:
         """The newest restorable checkpoint under `checkpoint_dir`: of run `job_id` (by checkpoint number),
@@ -122,7 +127,7 @@ class Storage:
             found = latest_restorable(f"{root}/{run}", run, filesystems=self._fs, read=self._metadata)
             if found is None:
                 continue
-            snap = _snapshot(found.location, dict(found.metadata))
+            snap = _snapshot(found.location, found.metadata)
             if best is None or (snap.timestamp or 0) > (best.timestamp or 0):
                 best = snap
         return best
@@ -140,11 +145,13 @@ class Storage:
         ]
 
     def _metadata(self, location: str) -> dict[str, Any]:
-        fs, path = self._fs(f"{location}/{METADATA}")
+        where = f"{location}/{METADATA}"
+        fs, path = self._fs(where)
         with fs.open(path, "rb") as handle:
-            data = json.loads(handle.read())
-        if not isinstance(data, dict):
-            raise ValueError(f"it holds a JSON {type(data).__name__}, not an object")
+            data = decode_object(handle.read(), where)
+        # Read here, so that one the operator cannot read is passed over as the runtime passes over one
+        # it cannot: a DocumentError is the ValueError `latest_restorable` takes as damage.
+        MetadataSummary.from_json(data, where)
         return data
 
     async def dispose(self, path: str) -> bool:
@@ -159,15 +166,5 @@ class Storage:
         return True
 
 
-def _snapshot(path: str, data: dict[str, Any]) -> Snapshot:
-    operators = [op for op in data.get("operators") or [] if isinstance(op, dict)]
-    return Snapshot(
-        path=path,
-        checkpoint_id=int(data.get("checkpointId") or 0),
-        job_id=str(data["jobId"]) if data.get("jobId") else None,
-        kind=str(data.get("kind") or "checkpoint"),
-        timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
-        stop_mode=data.get("stopMode"),
-        operators=tuple(str(op.get("uid")) for op in operators),
-        fully_finished=tuple(str(op.get("uid")) for op in operators if op.get("fullyFinished")),
-    )
+def _snapshot(location: str, data: Mapping[str, Any]) -> Snapshot:
+    return Snapshot.of(location, MetadataSummary.from_json(data, f"{location}/{METADATA}"))

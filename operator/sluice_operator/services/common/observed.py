@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice_contract.metadata import MetadataSummary
 from sluice_contract.rest import CheckpointsSummary, CheckpointSummary, JobSummary, SavepointProgress
 from sluice_contract.results import JobResult
+from sluice_contract.states import CheckpointKind, StopMode
 from sluice_operator.models import REST_PORT, UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
 
 
@@ -33,16 +35,29 @@ class PodView:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A checkpoint or savepoint read from its `_metadata`."""
+    """A checkpoint or savepoint read from its `_metadata` (`sluice_contract.metadata`)."""
 
     path: str
     checkpoint_id: int
-    job_id: str | None
-    kind: str
-    timestamp: int | None
-    stop_mode: str | None
+    job_id: str
+    kind: CheckpointKind
+    timestamp: int
+    stop_mode: StopMode | None
     operators: tuple[str, ...]
     fully_finished: tuple[str, ...]
+
+    @staticmethod
+    def of(path: str, metadata: MetadataSummary) -> Snapshot:
+        return Snapshot(
+            path,
+            metadata.checkpoint_id,
+            metadata.job_id,
+            metadata.kind,
+            metadata.timestamp,
+            metadata.stop_mode,
+            tuple(op.uid for op in metadata.operators),
+            metadata.fully_finished,
+        )
 
     @property
     def all_finished(self) -> bool:
