@@ -8,7 +8,6 @@ worker thread to keep the operator's event loop free.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -60,13 +59,6 @@ class Storage:
         fs, path = fsspec.core.url_to_fs(uri, **self._options)
         return fs, path
 
-    def _read_json(self, uri: str) -> dict[str, Any] | None:
-        payload = self._read(uri)
-        if payload is None:
-            return None
-        data = json.loads(payload)
-        return data if isinstance(data, dict) else None
-
     def _read(self, uri: str) -> bytes | None:
         fs, path = self._fs(uri)
         try:
@@ -107,8 +99,9 @@ class Storage:
         """The checkpoint or savepoint at `path`, None when it has no `_metadata`; a malformed one raises
         DocumentError naming the field."""
         location = path.rstrip("/")
-        data = await asyncio.to_thread(self._read_json, f"{location}/{METADATA}")
-        return None if data is None else _snapshot(location, data)
+        where = f"{location}/{METADATA}"
+        payload = await asyncio.to_thread(self._read, where)
+        return None if payload is None else _snapshot(location, decode_object(payload, where))
 
     async def latest_checkpoint(self, checkpoint_dir: str, job_id: str | None = None) -> Snapshot | None:
         """The newest restorable checkpoint under `checkpoint_dir`: of run `job_id` (by checkpoint number),
