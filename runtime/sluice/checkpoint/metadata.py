@@ -1,10 +1,12 @@
 """The `_metadata` file of a checkpoint or savepoint (docs/reference/storage-layout.md).
 
-The coordinator writes it last, once every subtask acknowledged; restoring, restore validation,
-retention of shared files and the operator (its own copy) read it. Whatever is read back is checked
-field by field: a `_metadata` comes from storage that other processes, or people, can write. The records
-are documents of the contract's codec (`sluice_contract.codec`); the checks a type cannot state are the
-field readers below, which the checkpoint acknowledgement uses too.
+The coordinator writes it last, once every subtask acknowledged; restoring, restore validation and
+retention of shared files read it, and the operator reads its head, the fields outside the state
+handles (`sluice_contract.metadata.MetadataSummary`, whose stop mode reader this file uses too).
+Whatever is read back is checked field by field: a `_metadata` comes from storage that other
+processes, or people, can write. The records are documents of the contract's codec
+(`sluice_contract.codec`); the checks a type cannot state are the field readers below, which the
+checkpoint acknowledgement uses too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from sluice._states import CheckpointKind, StopMode
 from sluice.state.chain_files import KeyedFile, plain_name
 from sluice.state.stored_files import digest_field
 from sluice_contract.codec import Document, check, decode_object, is_empty, is_none, wire, wrong
+from sluice_contract.metadata import STOP_MODE
 
 METADATA_VERSION = 3
 """3: a SHA-256 per state file and a MAC over the whole (`sluice.checkpoint.integrity`); 2: keyed state
@@ -62,16 +65,6 @@ def protected_files(value: Any, where: str, name: str) -> tuple[str, ...]:
         return tuple(plain_name(n, "protected file name") for n in value)
     except ValueError as err:
         raise FormatError(f"{where}: {err}") from None
-
-
-def _stop_mode(value: Any, where: str, name: str) -> StopMode:
-    if value not in ("drain", "no-drain"):
-        raise wrong(where, name, value, "null, 'drain' or 'no-drain'")
-    return StopMode.from_metadata(value)
-
-
-def _stop_mode_text(mode: StopMode | None) -> str | None:
-    return None if mode is None else mode.in_metadata
 
 
 DIGEST = wire(read=digest_field, omit_when=is_none)
@@ -140,9 +133,7 @@ class CheckpointMetadata(Document):
     kind: CheckpointKind
     timestamp: int
     """When the checkpoint was triggered, ms since the epoch."""
-    stop_mode: StopMode | None = field(
-        metadata=wire(absent_is_null=True, read=_stop_mode, write=_stop_mode_text)
-    )
+    stop_mode: StopMode | None = field(metadata=STOP_MODE)
     """The stop-with-savepoint this savepoint was taken for, or None (the job went on)."""
     operators: tuple[OperatorEntry, ...]
     version: int = field(default=METADATA_VERSION, metadata=wire(required=True))

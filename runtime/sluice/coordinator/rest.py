@@ -16,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from sluice import _tokens
-from sluice._states import CheckpointStatus, StopMode
+from sluice._states import CheckpointStatus
 from sluice.coordinator import dashboard
 from sluice.coordinator._prometheus import CONTENT_TYPE, PrometheusExporter
 from sluice.coordinator._rest_auth import RestAuth, auth_middleware
@@ -31,16 +31,16 @@ from sluice.coordinator._rest_guard import ConnectionGuard
 from sluice.coordinator._rest_hosts import AllowedHosts, host_middleware
 from sluice.coordinator._rest_input import (
     BadRequest,
-    SavepointRequest,
     SavepointTargets,
     cancel_request,
     json_object,
+    savepoint_request,
 )
 from sluice.coordinator.jobmaster import JobMaster
 from sluice.coordinator.metrics import MetricsHistory
 from sluice.coordinator.savepoints import Refusal, SavepointRefused
 from sluice.coordinator.views import job_view
-from sluice_contract.rest import SavepointProgress, SavepointTriggered
+from sluice_contract.rest import SavepointProgress, SavepointTrigger, SavepointTriggered
 
 _trigger_ids = itertools.count(1)
 SAMPLE_S = 0.5
@@ -55,7 +55,7 @@ class RestApi:
         self._auth = auth
         self.targets = targets
         self.savepoints: dict[str, SavepointEntry] = {}
-        self._requests: dict[str, tuple[str, SavepointRequest]] = {}
+        self._requests: dict[str, tuple[str, SavepointTrigger]] = {}
         """Request id -> the trigger it started and the request as first sent (see `post_savepoint`)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.history = MetricsHistory()
@@ -145,21 +145,21 @@ class RestApi:
         return web.json_response(self.job.checkpoints.as_json())
 
     async def post_savepoint(self, request: web.Request) -> web.Response:
-        wanted = SavepointRequest.from_json(await json_object(request), self.targets)
+        wanted = savepoint_request(await json_object(request), self.targets)
         if wanted.request_id is not None and wanted.request_id in self._requests:
             # A caller that lost our answer (its record of the trigger failed to write) asks again: the
             # same trigger, whatever the job is doing now, so that nothing is taken twice. Looked up
             # before the job's state is: the stop it asked for may have ended the job meanwhile.
             return self._repeated(wanted)
         try:
-            self.job.savepoints.check(wanted.target)
+            self.job.savepoints.check(wanted.target_directory)
         except SavepointRefused as refused:
             return _error(400 if refused.refusal is Refusal.NO_DIRECTORY else 409, str(refused))
-        running = [t for t, e in self.savepoints.items() if e.status == CheckpointStatus.IN_PROGRESS]
+        running = [t for t, e in self.savepoints.items() if e.in_progress]
         if running:
             return _error(409, f"savepoint {running[0]} is still in progress; one at a time")
         trigger_id = str(next(_trigger_ids))
-        entry = SavepointEntry(wanted.stop)
+        entry = SavepointEntry(SavepointProgress(CheckpointStatus.IN_PROGRESS, stop=wanted.stop))
         self.savepoints[trigger_id] = entry
         if wanted.request_id is not None:
             self._requests[wanted.request_id] = (trigger_id, wanted)
@@ -168,20 +168,20 @@ class RestApi:
         task.add_done_callback(self._tasks.discard)
         return web.json_response(SavepointTriggered(trigger_id).to_json(), status=202)
 
-    def _repeated(self, wanted: SavepointRequest) -> web.Response:
+    def _repeated(self, wanted: SavepointTrigger) -> web.Response:
         assert wanted.request_id is not None
         trigger_id, first = self._requests[wanted.request_id]
         if first != wanted:
             return _error(
                 409,
                 f"requestId {wanted.request_id!r} was sent before with another request (stop: "
-                f"{first.stop or 'false'}, targetDirectory: {first.target or 'the default'}); a request "
-                "id names one request: choose a new one for another",
+                f"{first.stop or 'false'}, targetDirectory: {first.target_directory or 'the default'}); a "
+                "request id names one request: choose a new one for another",
             )
         return web.json_response(SavepointTriggered(trigger_id).to_json(), status=202)
 
-    async def _run_savepoint(self, entry: SavepointEntry, wanted: SavepointRequest) -> None:
-        savepoints, stop, target = self.job.savepoints, wanted.stop, wanted.target
+    async def _run_savepoint(self, entry: SavepointEntry, wanted: SavepointTrigger) -> None:
+        savepoints, stop, target = self.job.savepoints, wanted.stop, wanted.target_directory
         try:
             taken = await (
                 savepoints.take(target)
@@ -189,21 +189,13 @@ class RestApi:
                 else savepoints.stop(stop, target, request_id=wanted.request_id)
             )
         except Exception as err:
-            entry.status, entry.error = CheckpointStatus.FAILED, f"{type(err).__name__}: {err}"
-            entry.fetched = False
+            entry.end(CheckpointStatus.FAILED, error=f"{type(err).__name__}: {err}")
             return
-        entry.status, entry.path, entry.checkpoint_id = (
-            CheckpointStatus.COMPLETED,
-            taken.path,
-            taken.checkpoint_id,
-        )
-        entry.fetched = False
+        entry.end(CheckpointStatus.COMPLETED, path=taken.path, checkpoint_id=taken.checkpoint_id)
 
     def unfetched_results(self) -> bool:
         """Whether a finished savepoint's result has not been read yet (see `linger`)."""
-        return any(
-            e.status != CheckpointStatus.IN_PROGRESS and not e.fetched for e in self.savepoints.values()
-        )
+        return any(not e.in_progress and not e.fetched for e in self.savepoints.values())
 
     async def linger(self, limit_s: float) -> None:
         """After the job ended: keep answering until the stop's caller has read its savepoint path."""
@@ -215,9 +207,9 @@ class RestApi:
         entry = self.savepoints.get(request.match_info["trigger_id"])
         if entry is None:
             return _error(404, f"no savepoint trigger {request.match_info['trigger_id']!r}")
-        if entry.status != CheckpointStatus.IN_PROGRESS:
+        if not entry.in_progress:
             entry.fetched = True
-        return web.json_response(entry.to_json())
+        return web.json_response(entry.progress.to_json())
 
     async def cancel(self, request: web.Request) -> web.Response:
         cancel_request(await json_object(request))
@@ -227,18 +219,29 @@ class RestApi:
 
 @dataclass
 class SavepointEntry:
-    """A savepoint requested over REST, as GET /v1/savepoints/{triggerId} shows it."""
+    """A savepoint requested over REST: what GET /v1/savepoints/{triggerId} shows of it, and whether
+    its end has been shown."""
 
-    stop: StopMode | None
-    status: CheckpointStatus = CheckpointStatus.IN_PROGRESS
-    path: str | None = None
-    checkpoint_id: int | None = None
-    error: str | None = None
+    progress: SavepointProgress
     fetched: bool = True
     """False from its end until a GET has shown that end (see `RestApi.linger`)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return SavepointProgress(self.status, self.path, self.checkpoint_id, self.error, self.stop).to_json()
+    @property
+    def in_progress(self) -> bool:
+        return self.progress.status == CheckpointStatus.IN_PROGRESS
+
+    def end(
+        self,
+        status: CheckpointStatus,
+        *,
+        path: str | None = None,
+        checkpoint_id: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.progress = replace(
+            self.progress, status=status, path=path, checkpoint_id=checkpoint_id, error=error
+        )
+        self.fetched = False
 
 
 def _error(status: int, message: str) -> web.Response:

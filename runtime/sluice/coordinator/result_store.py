@@ -6,7 +6,9 @@ reports the stored result instead of running the job a second time.
 A stored result stops a job id for good, so it is authenticated like `_metadata`: an HMAC-SHA-256 with
 the deployment's state key over its canonical JSON (`sluice.checkpoint.integrity`). A result without a
 valid MAC, or one that names another job, is not believed: it is logged once, with its path and why,
-and the job runs as if it had no stored end. Its own end then replaces the file.
+and the job runs as if it had no stored end. Its own end then replaces the file. The document and that
+rule are the contract's (`sluice_contract.results`), which the operator reads results with too; this
+module is the runtime's storage of it: the file, sealing, retries and the log.
 """
 
 from __future__ import annotations
@@ -14,17 +16,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 import uuid
-from dataclasses import dataclass, field
 
 from fsspec.implementations.local import LocalFileSystem
 
 from sluice._fs import filesystem, join, make_dirs
-from sluice._states import JobState
-from sluice.checkpoint.integrity import Verdict, seal, verdict
+from sluice.checkpoint.integrity import seal
 from sluice.checkpoint.state_key import StateKey
-from sluice_contract.codec import Document, decode_object, is_none, wire
+from sluice_contract.results import RESULT_FILE, Disbelieved, JobResult, believed
+
+__all__ = ["JobResult", "read_result", "result_uri", "store_result", "write_result"]
 
 log = logging.getLogger(__name__)
 RESULT_WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -34,48 +35,7 @@ _disbelieved: set[tuple[str, str]] = set()
 
 
 def result_uri(job_dir: str) -> str:
-    return join(job_dir, "job-result.json")
-
-
-@dataclass(frozen=True)
-class JobResult(Document):
-    """How a job ended. `last_savepoint` is the newest savepoint taken, `stop_savepoint` the one the job
-    stopped with (None when it ended otherwise, for instance a bounded job whose input ended after a
-    plain savepoint), and `stop_request_id` the request id its caller gave that stop (POST
-    /v1/savepoints `requestId`): how a caller that lost the coordinator's answer finds, from storage
-    alone, that its own stop completed and where its savepoint is."""
-
-    job_id: str
-    state: JobState
-    timestamp: int
-    """When the job ended, ms since the epoch."""
-    last_savepoint: str | None = None
-    stop_savepoint: str | None = None
-    last_checkpoint: str | None = None
-    error: str | None = None
-    stop_request_id: str | None = field(default=None, metadata=wire(omit_when=is_none))
-    """Left out when None, so a result without a stop request keeps the bytes older versions wrote."""
-
-    @staticmethod
-    def now(
-        job_id: str,
-        state: JobState,
-        last_savepoint: str | None,
-        stop_savepoint: str | None,
-        last_checkpoint: str | None,
-        error: str | None,
-        *,
-        stop_request_id: str | None = None,
-    ) -> JobResult:
-        now_ms = time.time_ns() // 1_000_000
-        return JobResult(
-            job_id, state, now_ms, last_savepoint, stop_savepoint, last_checkpoint, error, stop_request_id
-        )
-
-    @staticmethod
-    def parse(payload: bytes | str, where: str = "job-result.json") -> JobResult:
-        """Parses a stored result; a malformed one raises FormatError saying which field is wrong."""
-        return JobResult.from_json(decode_object(payload, where), where)
+    return join(job_dir, RESULT_FILE)
 
 
 def read_result(job_dir: str, job_id: str, key: StateKey) -> JobResult | None:
@@ -90,28 +50,11 @@ def read_result(job_dir: str, job_id: str, key: StateKey) -> JobResult | None:
         return None
     with fs.open(path, "rb") as handle:
         payload = handle.read()
-    why = _doubt(payload, job_id, key)
-    if why is not None:
-        _disbelieve(uri, job_id, why)
+    found = believed(payload, job_id, key.secret, uri)
+    if isinstance(found, Disbelieved):
+        _disbelieve(uri, job_id, found.why)
         return None
-    return JobResult.parse(payload, uri)
-
-
-def _doubt(payload: bytes, job_id: str, key: StateKey) -> str | None:
-    """Why the stored result is not to be believed as job `job_id`'s end, or None."""
-    try:
-        document = json.loads(payload)
-    except ValueError:
-        return "is not JSON"
-    if not isinstance(document, dict):
-        return "is not a JSON object"
-    found = verdict(document, key)
-    if found is not Verdict.VALID:
-        return found.explain(key.key_id)
-    if document.get("jobId") != job_id:
-        # Authentic, but another job's: copied here, it would end this job with that one's end.
-        return f"is the result of job {document.get('jobId')!r}"
-    return None
+    return found
 
 
 def _disbelieve(uri: str, job_id: str, why: str) -> None:

@@ -144,7 +144,7 @@ def test_savepoint_then_suspend_then_read_storage(
             assert result is not None and result.state == "FINISHED"
             assert result.stop_savepoint == stopped.path
             stop_snapshot = await storage.snapshot(str(stopped.path))
-            assert stop_snapshot is not None and stop_snapshot.stop_mode == "no-drain"
+            assert stop_snapshot is not None and stop_snapshot.stop_mode is StopMode.SUSPEND  # "no-drain"
 
     asyncio.run(scenario())
 

@@ -81,7 +81,7 @@ def test_latest_checkpoint_result_and_disposal_on_s3(s3_server: S3Server) -> Non
         _write(
             s3_server,
             f"{root}/r3/chk-1/_metadata",
-            {"checkpointId": 1, "jobId": "r3", "timestamp": 900, "operators": []},
+            {"checkpointId": 1, "jobId": "r3", "kind": "checkpoint", "timestamp": 900, "operators": []},
         )
         newer = await storage.latest_checkpoint(root)
         assert newer is not None and newer.job_id == "r3"

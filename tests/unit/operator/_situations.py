@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice_contract.results import JobResult
+from sluice_contract.states import CheckpointKind, JobState
 from sluice_operator import manifests as m
 from sluice_operator.models import SavepointSpec, SavepointStatus, StreamJobSpec, StreamJobStatus
 from sluice_operator.services.common.context import JobContext
 from sluice_operator.services.common.observed import (
     CoordinatorView,
-    JobResult,
     PodView,
     SavepointView,
     Snapshot,
@@ -90,7 +91,7 @@ def coordinator(state: str = "RUNNING", **job: Any) -> CoordinatorView:
 def result(state: str = "FINISHED", savepoint: str | None = None, job_id: str = OLD_ID) -> JobResult:
     return JobResult(
         job_id=job_id,
-        state=state,
+        state=JobState(state),
         timestamp=NOW - 1_000,
         stop_savepoint=savepoint,
         last_checkpoint=f"s3://b/chk/{job_id}/chk-9",
@@ -103,7 +104,7 @@ def snapshot(path: str = f"s3://b/chk/{OLD_ID}/chk-9", finished: tuple[str, ...]
         path=path,
         checkpoint_id=9,
         job_id=OLD_ID,
-        kind="checkpoint",
+        kind=CheckpointKind.CHECKPOINT,
         timestamp=NOW - 2_000,
         stop_mode=None,
         operators=("a", "b"),

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from sluice_contract.rest import SavepointProgress
-from sluice_operator.services.common.observed import JobResult, Observed, SavepointView
+from sluice_contract.results import JobResult
+from sluice_operator.services.common.observed import Observed, SavepointView
 from sluice_operator.services.common.plan import (
     CreateSavepoint,
     DeletePods,

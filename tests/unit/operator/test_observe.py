@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sluice_contract.codec import DocumentError
 from sluice_contract.integrity import seal
 from sluice_operator.services.act.record import status_delta
 from sluice_operator.services.clients.storage import Storage, storage_options
@@ -145,7 +148,12 @@ def test_a_run_that_ended_on_its_own_after_a_plain_savepoint_has_no_stop_savepoi
     # A bounded job with periodic savepoints: restarting it from its last savepoint would replay (and
     # write again) everything after that savepoint. Only the savepoint a run stopped with is one.
     (tmp_path / "run3").mkdir()
-    ended = {"jobId": "run3", "state": "FINISHED", "lastSavepoint": "file:///sp/savepoint-run3-4"}
+    ended = {
+        "jobId": "run3",
+        "state": "FINISHED",
+        "timestamp": 3_500,
+        "lastSavepoint": "file:///sp/savepoint-run3-4",
+    }
     (tmp_path / "run3" / "job-result.json").write_text(
         json.dumps(seal({**ended, "stopSavepoint": None}, KEY))
     )
@@ -187,7 +195,7 @@ def test_a_result_the_runs_coordinator_did_not_seal_is_not_believed(tmp_path: Pa
     # Whoever can write to the bucket could otherwise end any run for good: the operator would take a
     # planted FINISHED result as the run's end, delete its coordinator and never start it again.
     (tmp_path / "run4").mkdir()
-    ended = {"jobId": "run4", "state": "FINISHED", "stopSavepoint": None, "lastCheckpoint": None}
+    ended = {"jobId": "run4", "state": "FINISHED", "timestamp": 3_500, "stopSavepoint": None}
     result_file = tmp_path / "run4" / "job-result.json"
     planted = {
         "no MAC": ended,
@@ -213,6 +221,7 @@ def test_a_result_names_the_request_id_of_its_stop_only_under_its_mac(tmp_path: 
     stopped = {
         "jobId": "run6",
         "state": "FINISHED",
+        "timestamp": 3_500,
         "stopSavepoint": "file:///sp/s-7",
         "stopRequestId": "uid.0",
     }
@@ -226,9 +235,32 @@ def test_a_result_names_the_request_id_of_its_stop_only_under_its_mac(tmp_path: 
     assert read() is None, "edited after sealing"
     result_file.write_text(json.dumps(stopped))
     assert read() is None, "no MAC"
-    # Stored before results named the request (no field), or sealed with a value no runtime writes.
+    # Stored before results named the request (no field), or with none.
     older = {k: v for k, v in stopped.items() if k != "stopRequestId"}
-    for document in (older, {**stopped, "stopRequestId": None}, {**stopped, "stopRequestId": 7}):
+    for document in (older, {**stopped, "stopRequestId": None}):
         result_file.write_text(json.dumps(seal(document, KEY)))
         assert read().stop_request_id is None, document
         assert read().stop_savepoint == "file:///sp/s-7"
+    # Sealed with a value no runtime writes: refused naming the field, not read as no request.
+    result_file.write_text(json.dumps(seal({**stopped, "stopRequestId": 7}, KEY)))
+    with pytest.raises(DocumentError, match=r"job-result\.json: 'stopRequestId' must be a string or null"):
+        read()
+
+
+def test_a_checkpoint_whose_head_cannot_be_read_is_passed_over_for_the_one_before(tmp_path: Path) -> None:
+    # Read by the contract's `MetadataSummary`, as the runtime reads it: a field it cannot read makes the
+    # checkpoint as unusable as a missing state file, so the run's restore point is the one before.
+    _checkpoint(tmp_path, "run1", 4, 1_000, False)
+    _checkpoint(tmp_path, "run1", 5, 2_000, False)
+    stored = tmp_path / "run1" / "chk-5" / "_metadata"
+    stored.write_text(json.dumps({**json.loads(stored.read_text()), "kind": "backup"}))
+    latest = asyncio.run(Storage().latest_checkpoint(f"file://{tmp_path}", "run1"))
+    assert latest is not None and latest.checkpoint_id == 4
+    with pytest.raises(DocumentError, match=r"chk-5/_metadata: 'kind' must be one of"):
+        asyncio.run(Storage().snapshot(f"file://{tmp_path}/run1/chk-5"))
+    snapshot = asyncio.run(Storage().snapshot(f"file://{tmp_path}/run1/chk-4"))
+    assert snapshot is not None and (snapshot.kind, snapshot.timestamp, snapshot.operators) == (
+        "checkpoint",
+        1_000,
+        ("src", "sink"),
+    )

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from sluice.coordinator._rest_input import SavepointRequest, SavepointTargets
+from sluice.coordinator._rest_input import SavepointTargets, savepoint_request
 from sluice_contract.states import StopMode
 from sluice_operator.services.clients.rest import Coordinator, CoordinatorError
 
@@ -43,7 +43,7 @@ async def _trigger(answer: Answer, request_id: str | None) -> tuple[str, list[di
 
 def _today(body: dict[str, Any]) -> web.Response:
     # What the coordinator reads, read with its own reader.
-    SavepointRequest.from_json(body, SavepointTargets([TARGET]))
+    savepoint_request(body, SavepointTargets([TARGET]))
     return web.json_response({"triggerId": "7"}, status=202)
 
 

@@ -11,10 +11,11 @@ import pytest
 from sluice._states import StopMode
 from sluice.coordinator._rest_input import (
     BadRequest,
-    SavepointRequest,
     SavepointTargets,
     cancel_request,
+    savepoint_request,
 )
+from sluice_contract.rest import SavepointTrigger
 
 TARGETS = SavepointTargets(["file:///data/sp", "/data/chk/", None, "s3://bucket/savepoints"])
 
@@ -84,25 +85,25 @@ def test_no_prefix_allows_nothing() -> None:
 @pytest.mark.parametrize(
     ("body", "wanted"),
     [
-        ({}, SavepointRequest(None, None)),
-        ({"stop": False}, SavepointRequest(None, None)),
-        ({"stop": None}, SavepointRequest(None, None)),
-        ({"stop": "suspend"}, SavepointRequest(StopMode.SUSPEND, None)),
+        ({}, SavepointTrigger(None, None)),
+        ({"stop": False}, SavepointTrigger(None, None)),
+        ({"stop": None}, SavepointTrigger(None, None)),
+        ({"stop": "suspend"}, SavepointTrigger(StopMode.SUSPEND, None)),
         (
             {"stop": "terminate", "targetDirectory": "file:///data/sp"},
-            SavepointRequest(StopMode.TERMINATE, "file:///data/sp"),
+            SavepointTrigger(StopMode.TERMINATE, "file:///data/sp"),
         ),
-        ({"targetDirectory": None}, SavepointRequest(None, None)),
+        ({"targetDirectory": None}, SavepointTrigger(None, None)),
         (
             {"stop": "suspend", "requestId": "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.0"},
-            SavepointRequest(StopMode.SUSPEND, None, "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.0"),
+            SavepointTrigger(StopMode.SUSPEND, None, "0b7c5a6e-1f2d-4c3b-9a8e-7d6c5b4a3f21.0"),
         ),
-        ({"requestId": "r" * 64}, SavepointRequest(None, None, "r" * 64)),
-        ({"requestId": None}, SavepointRequest(None, None)),
+        ({"requestId": "r" * 64}, SavepointTrigger(None, None, "r" * 64)),
+        ({"requestId": None}, SavepointTrigger(None, None)),
     ],
 )
-def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -> None:
-    assert SavepointRequest.from_json(body, TARGETS) == wanted
+def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointTrigger) -> None:
+    assert savepoint_request(body, TARGETS) == wanted
 
 
 @pytest.mark.parametrize(
@@ -123,7 +124,7 @@ def test_good_savepoint_bodies(body: dict[str, Any], wanted: SavepointRequest) -
 )
 def test_bad_savepoint_bodies_say_what_is_wrong(body: dict[str, Any], message: str) -> None:
     with pytest.raises(BadRequest, match=message):
-        SavepointRequest.from_json(body, TARGETS)
+        savepoint_request(body, TARGETS)
 
 
 def test_a_cancel_request_has_no_fields() -> None:
@@ -156,5 +157,5 @@ def test_a_cancel_request_has_no_fields() -> None:
 )
 def test_a_malformed_request_id_is_refused_saying_what_one_looks_like(request_id: Any) -> None:
     with pytest.raises(BadRequest, match=r"requestId must be 1 to 64 letters, digits") as refused:
-        SavepointRequest.from_json({"stop": "suspend", "requestId": request_id}, TARGETS)
+        savepoint_request({"stop": "suspend", "requestId": request_id}, TARGETS)
     assert len(str(refused.value)) < 300, "a long value is cut in the message"

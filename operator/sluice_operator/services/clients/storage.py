@@ -8,7 +8,6 @@ worker thread to keep the operator's event loop free.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -16,10 +15,11 @@ from typing import Any
 import fsspec
 
 from sluice_contract.checkpoints import METADATA, latest_restorable
-from sluice_contract.integrity import Verdict, key_id, verdict
-from sluice_operator.models import UNKNOWN_STATE
+from sluice_contract.codec import decode_object
+from sluice_contract.metadata import MetadataSummary
+from sluice_contract.results import RESULT_FILE, Disbelieved, JobResult, believed
 
-from ..common.observed import JobResult, Snapshot
+from ..common.observed import Snapshot
 
 log = logging.getLogger(__name__)
 _disbelieved: set[tuple[str, str]] = set()
@@ -59,53 +59,49 @@ class Storage:
         fs, path = fsspec.core.url_to_fs(uri, **self._options)
         return fs, path
 
-    def _read_json(self, uri: str) -> dict[str, Any] | None:
+    def _read(self, uri: str) -> bytes | None:
         fs, path = self._fs(uri)
         try:
             with fs.open(path, "rb") as handle:
-                data = json.loads(handle.read())
+                payload: bytes = handle.read()
         except FileNotFoundError:
             return None
-        return data if isinstance(data, dict) else None
-
-    def _doubt(self, document: dict[str, Any], job_id: str) -> str | None:
-        if self._state_key is None:
-            return "cannot be checked: the namespace has no state key Secret, so no run sealed it"
-        found = verdict(document, self._state_key)
-        if found is not Verdict.VALID:
-            return found.explain(key_id(self._state_key))
-        if document.get("jobId") != job_id:
-            return f"is the result of run {document.get('jobId')!r}"
-        return None
+        return payload
 
     async def job_result(self, checkpoint_dir: str, job_id: str) -> JobResult | None:
-        uri = f"{checkpoint_dir}/{job_id}/job-result.json"
-        data = await asyncio.to_thread(self._read_json, uri)
-        if data is None:
+        """The stored end of run `job_id`, read as the coordinator reads it (`sluice_contract.results`).
+
+        Raises DocumentError for a result the namespace's key sealed with a malformed field: the
+        observation reports it rather than decide on a guess.
+        """
+        uri = f"{checkpoint_dir}/{job_id}/{RESULT_FILE}"
+        payload = await asyncio.to_thread(self._read, uri)
+        if payload is None:
             return None
         # A stored result ends the run for good: only one the run's coordinator sealed is believed, as the
         # coordinator itself does (docs/security.md). Anyone who can write to the bucket could plant one.
-        why = self._doubt(data, job_id)
-        if why is not None:
-            if (uri, why) not in _disbelieved:
-                _disbelieved.add((uri, why))
-                log.warning("%s %s, so it is not believed: run %s is treated as not ended", uri, why, job_id)
+        if self._state_key is None:
+            found: JobResult | Disbelieved = Disbelieved(
+                "cannot be checked: the namespace has no state key Secret, so no run sealed it"
+            )
+        else:
+            found = believed(payload, job_id, self._state_key, uri)
+        if isinstance(found, Disbelieved):
+            if (uri, found.why) not in _disbelieved:
+                _disbelieved.add((uri, found.why))
+                log.warning(
+                    "%s %s, so it is not believed: run %s is treated as not ended", uri, found.why, job_id
+                )
             return None
-        return JobResult(
-            job_id=str(data.get("jobId") or job_id),
-            state=str(data.get("state") or UNKNOWN_STATE),
-            timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
-            # Not lastSavepoint: a bounded job that took a plain (periodic) savepoint and then ended on
-            # its own has one, and starting a new run from it would write everything after it again.
-            stop_savepoint=data.get("stopSavepoint") or None,
-            last_checkpoint=data.get("lastCheckpoint") or None,
-            error=data.get("error") or None,
-            stop_request_id=_text(data.get("stopRequestId")),
-        )
+        return found
 
     async def snapshot(self, path: str) -> Snapshot | None:
-        data = await asyncio.to_thread(self._read_json, f"{path.rstrip('/')}/_metadata")
-        return None if data is None else _snapshot(path.rstrip("/"), data)
+        """The checkpoint or savepoint at `path`, None when it has no `_metadata`; a malformed one raises
+        DocumentError naming the field."""
+        location = path.rstrip("/")
+        where = f"{location}/{METADATA}"
+        payload = await asyncio.to_thread(self._read, where)
+        return None if payload is None else _snapshot(location, decode_object(payload, where))
 
     async def latest_checkpoint(self, checkpoint_dir: str, job_id: str | None = None) -> Snapshot | None:
         """The newest restorable checkpoint under `checkpoint_dir`: of run `job_id` (by checkpoint number),
@@ -124,7 +120,7 @@ class Storage:
             found = latest_restorable(f"{root}/{run}", run, filesystems=self._fs, read=self._metadata)
             if found is None:
                 continue
-            snap = _snapshot(found.location, dict(found.metadata))
+            snap = _snapshot(found.location, found.metadata)
             if best is None or (snap.timestamp or 0) > (best.timestamp or 0):
                 best = snap
         return best
@@ -142,11 +138,13 @@ class Storage:
         ]
 
     def _metadata(self, location: str) -> dict[str, Any]:
-        fs, path = self._fs(f"{location}/{METADATA}")
+        where = f"{location}/{METADATA}"
+        fs, path = self._fs(where)
         with fs.open(path, "rb") as handle:
-            data = json.loads(handle.read())
-        if not isinstance(data, dict):
-            raise ValueError(f"it holds a JSON {type(data).__name__}, not an object")
+            data = decode_object(handle.read(), where)
+        # Read here, so that one the operator cannot read is passed over as the runtime passes over one
+        # it cannot: a DocumentError is the ValueError `latest_restorable` takes as damage.
+        MetadataSummary.from_json(data, where)
         return data
 
     async def dispose(self, path: str) -> bool:
@@ -161,19 +159,5 @@ class Storage:
         return True
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _snapshot(path: str, data: dict[str, Any]) -> Snapshot:
-    operators = [op for op in data.get("operators") or [] if isinstance(op, dict)]
-    return Snapshot(
-        path=path,
-        checkpoint_id=int(data.get("checkpointId") or 0),
-        job_id=str(data["jobId"]) if data.get("jobId") else None,
-        kind=str(data.get("kind") or "checkpoint"),
-        timestamp=data.get("timestamp") if isinstance(data.get("timestamp"), int) else None,
-        stop_mode=data.get("stopMode"),
-        operators=tuple(str(op.get("uid")) for op in operators),
-        fully_finished=tuple(str(op.get("uid")) for op in operators if op.get("fullyFinished")),
-    )
+def _snapshot(location: str, data: Mapping[str, Any]) -> Snapshot:
+    return Snapshot.of(location, MetadataSummary.from_json(data, f"{location}/{METADATA}"))

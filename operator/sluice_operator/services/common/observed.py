@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice_contract.metadata import MetadataSummary
 from sluice_contract.rest import CheckpointsSummary, CheckpointSummary, JobSummary, SavepointProgress
+from sluice_contract.results import JobResult
+from sluice_contract.states import CheckpointKind, StopMode
 from sluice_operator.models import REST_PORT, UNKNOWN_STATE, PodPhase, SavepointSpec, SavepointStatus
 
 
@@ -31,33 +34,30 @@ class PodView:
 
 
 @dataclass(frozen=True)
-class JobResult:
-    """`job-result.json` of a run (docs/reference/storage-layout.md)."""
-
-    job_id: str
-    state: str  # a RunState: FINISHED, FAILED, CANCELED
-    timestamp: int | None
-    stop_savepoint: str | None
-    """The savepoint the run stopped with (`stopSavepoint`); None when it ended any other way."""
-    last_checkpoint: str | None
-    error: str | None
-    stop_request_id: str | None = None
-    """The request id the stop was asked for with (`stopRequestId`); None when it ended otherwise, was
-    stopped without one, or was stored before results recorded it."""
-
-
-@dataclass(frozen=True)
 class Snapshot:
-    """A checkpoint or savepoint read from its `_metadata`."""
+    """A checkpoint or savepoint read from its `_metadata` (`sluice_contract.metadata`)."""
 
     path: str
     checkpoint_id: int
-    job_id: str | None
-    kind: str
-    timestamp: int | None
-    stop_mode: str | None
+    job_id: str
+    kind: CheckpointKind
+    timestamp: int
+    stop_mode: StopMode | None
     operators: tuple[str, ...]
     fully_finished: tuple[str, ...]
+
+    @staticmethod
+    def of(path: str, metadata: MetadataSummary) -> Snapshot:
+        return Snapshot(
+            path,
+            metadata.checkpoint_id,
+            metadata.job_id,
+            metadata.kind,
+            metadata.timestamp,
+            metadata.stop_mode,
+            tuple(op.uid for op in metadata.operators),
+            metadata.fully_finished,
+        )
 
     @property
     def all_finished(self) -> bool:
@@ -116,6 +116,7 @@ class Observed:
     coordinator: CoordinatorView | None = None
     coordinator_error: str | None = None
     result: JobResult | None = None  # of the current run (pod's job id, else status.job.id)
+    """The run's `job-result.json`, as its coordinator stored it: the contract's one reading of it."""
     latest_checkpoint: Snapshot | None = None  # newest of the current run in storage (no coordinator)
     last_result_snapshot: Snapshot | None = None  # the result's lastCheckpoint, read from storage
     savepoints: list[SavepointView] = field(default_factory=list)

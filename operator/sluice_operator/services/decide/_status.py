@@ -6,6 +6,7 @@ import math
 from typing import TypeVar
 
 from sluice_contract.rest import CheckpointSummary
+from sluice_contract.results import JobResult
 from sluice_operator.models import (
     CheckpointInfo,
     JobStatus,
@@ -18,15 +19,14 @@ from sluice_operator.models import (
 from sluice_operator.models import constants as c
 
 from ..common._time import rfc3339
-from ..common.observed import CoordinatorView, JobResult, PodView, SavepointView, Snapshot
+from ..common.observed import CoordinatorView, PodView, SavepointView, Snapshot
 
 N = TypeVar("N", int, float)
 
 
 def job_from_result(result: JobResult, previous: JobStatus | None) -> JobStatus:
-    job = (previous or JobStatus()).model_copy(update={"id": result.job_id, "state": result.state})
-    if result.timestamp is not None:
-        job.end_time = rfc3339(result.timestamp)
+    job = (previous or JobStatus()).model_copy(update={"id": result.job_id, "state": result.state.value})
+    job.end_time = rfc3339(result.timestamp)
     if result.state == RunState.FINISHED and job.subtasks is not None:
         total = job.subtasks.total
         job.subtasks = SubtaskCounts(running=0, finished=total, total=total)

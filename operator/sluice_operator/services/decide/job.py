@@ -8,6 +8,7 @@ only as the record of the last run (its job id and spec) once the coordinator po
 
 from __future__ import annotations
 
+from sluice_contract.results import JobResult
 from sluice_operator import manifests as m
 from sluice_operator.models import (
     DegradedReason,
@@ -23,7 +24,7 @@ from sluice_operator.models import (
 )
 
 from ..common.context import JobContext
-from ..common.observed import JobResult, Observed
+from ..common.observed import Observed
 from ..common.plan import (
     Action,
     DeletePods,
@@ -224,6 +225,8 @@ def _ended_pods_gone(
     """The run ended and its pods are gone: start the next run if the spec wants one."""
     desired = ctx.spec.state
     finished = result.state == RunState.FINISHED
+    # Its stop savepoint, never its last one: a bounded job that took a plain (periodic) savepoint and
+    # then ended on its own has one, and a run started from it would write everything after it again.
     if finished and result.stop_savepoint:
         if desired is JobState.RUNNING:
             _start(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sluice_contract.results import JobResult
 from sluice_operator import manifests as m
 from sluice_operator.models import (
     JobState,
@@ -27,7 +28,7 @@ from sluice_operator.models import constants as c
 
 from ..common._time import rfc3339
 from ..common.context import JobContext
-from ..common.observed import JobResult, Observed, SavepointView
+from ..common.observed import Observed, SavepointView
 from ..common.plan import (
     CreateSavepoint,
     Event,
