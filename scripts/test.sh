@@ -88,17 +88,18 @@ tier() {
 }
 
 # pytest-xdist workers per tier (SLUICE_TEST_UNIT_WORKERS, SLUICE_TEST_INTEGRATION_WORKERS,
-# SLUICE_TEST_E2E_WORKERS; 0 is none), as measured on the shared 2-core machine (docs/testing.md). The
-# unit tier took as long with -n 2 as without, and a sample of the integration tier longer with -n 3
-# than without: both are CPU-bound. With workers, tests that share a session service (the Spark JVM,
-# the control plane, the Kafka broker) stay on one worker (tests/conftest.py). The e2e tier mostly
+# SLUICE_TEST_E2E_WORKERS; 0 is none), as measured on the 2-core machine (docs/testing.md). The unit
+# tier took as long with -n 2 as without. The integration tier kept the two cores only about 40% busy
+# when run serially (it waits on checkpoints, timeouts and JVM starts), so it runs on two workers. With
+# workers, tests that share a session service (the Spark JVM, the control plane, the Kafka broker) stay
+# on one worker (tests/conftest.py). The e2e tier mostly
 # waits (pods starting, checkpoints, grace periods), so its tests run side by side, each worker with
 # its own control plane, process kubelet and operator (tests/e2e/README.md). Two: with three on the
 # shared machine under a load average of about 45, jobs took three minutes to start and tests ran past
 # their deadlines; two passed there.
 tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
 if ! $quick; then
-    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-0}" "$@"
+    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-2}" "$@"
     tier e2e tests/e2e "${SLUICE_TEST_E2E_WORKERS:-2}" "$@"
 fi
 
