@@ -161,9 +161,22 @@ class CheckpointCoordinator:
         now_ms = time.time_ns() // 1_000_000
         for pending in list(self.pending.values()):
             if now_ms - pending.trigger_ms > self.config.timeout_s * 1000:
-                waiting = ", ".join(self._name(t) for t in pending.waiting.sample(5))
+                waiting = self._waiting_for(pending)
                 reason = f"timed out after {self.config.timeout_s:g}s waiting for {waiting}"
                 self.fail(pending, reason, counted=True)
+
+    def describe_pending(self) -> list[str]:
+        """Each pending checkpoint, its age and the subtasks it still waits for (up to five), for a
+        message: what a job that stopped completing checkpoints is stuck on."""
+        now_ms = time.time_ns() // 1_000_000
+        return [
+            f"{p.kind} {p.checkpoint_id} (triggered {(now_ms - p.trigger_ms) / 1000:.1f}s ago) waits for "
+            + (self._waiting_for(p) if p.waiting else "its _metadata to be written")
+            for p in self.pending.values()
+        ]
+
+    def _waiting_for(self, pending: PendingCheckpoint) -> str:
+        return ", ".join(self._name(t) for t in pending.waiting.sample(5))
 
     def continue_after(self, restored_id: int) -> None:
         """An attempt restores checkpoint or savepoint `restored_id`: the ids of later ones are higher,

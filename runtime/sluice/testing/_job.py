@@ -115,8 +115,25 @@ class LocalJob:
             if self.background.done():
                 raise RuntimeError(f"job {self.job_id} ended before {count} completed checkpoints")
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"job {self.job_id}: {count} completed checkpoints not within {timeout}s")
+                raise TimeoutError(
+                    f"job {self.job_id}: {count} completed checkpoints not within {timeout}s "
+                    f"({self.completed_checkpoints()} completed; {self._in_flight()})"
+                )
             time.sleep(0.02)
+
+    def _in_flight(self) -> str:
+        """What the job's pending checkpoints wait for, read on the job's event loop (where the job
+        master changes them), for a timeout's message."""
+
+        async def describe(job: Any) -> list[str]:
+            return list(job.checkpoints.describe_pending())
+
+        try:
+            pending = self.background.call(describe, 5.0)
+        except (RuntimeError, TimeoutError) as err:
+            # The job ended meanwhile, or its loop does not answer: said, not raised over the timeout.
+            return f"its pending checkpoints could not be read: {type(err).__name__}: {err}"
+        return "; ".join(pending) if pending else "no checkpoint is pending"
 
     def savepoint(self, target_dir: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> str:
         """Takes a savepoint while the job keeps running; returns its path (a `file://` or `s3://` URL).
