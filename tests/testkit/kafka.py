@@ -55,6 +55,16 @@ def kafka_libs() -> Path:
     return Path(done.stdout.strip())
 
 
+def kafka_cluster_id() -> str:
+    """A random cluster id in Kafka's form (a UUID in URL-safe base64). One in 64 of those starts with
+    "-", which StorageTool's argument parser reads as an option ("--cluster-id: expected one
+    argument"): drawn again, as Kafka's own `Uuid.randomUuid` does."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 @dataclass
 class KafkaBroker:
     libs: Path
@@ -111,7 +121,7 @@ class KafkaBroker:
         (self.base_dir / "log4j2.properties").write_text(_LOG4J2)
         config = self.base_dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = kafka_cluster_id()
         fmt = subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
             capture_output=True, text=True, check=False, timeout=120,
