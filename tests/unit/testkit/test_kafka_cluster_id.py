@@ -16,7 +16,7 @@ from testkit import kafka
 def test_an_id_that_would_start_with_a_dash_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
     # 0xF8 puts 62 in the first six bits: "-" in URL-safe base64.
     draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(bytes=b"\x10" * 16)])
-    monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(draws))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(draws))
     cluster_id = kafka.kafka_cluster_id()
     assert cluster_id == "EBAQEBAQEBAQEBAQEBAQEA"
     assert len(cluster_id) == 22
