@@ -210,9 +210,10 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return _interrupted_before_start()
-    job = JobMaster(graph, config, hosting.host)
-    job.on_restore = lambda restored: _say(f"job {config.job_id}: {restored.describe()}")
     try:
+        # Inside the try: building the job (pickling the graph, say) takes long enough for a SIGINT.
+        job = JobMaster(graph, config, hosting.host)
+        job.on_restore = lambda restored: _say(f"job {config.job_id}: {restored.describe()}")
         result = asyncio.run(_run(job, args, rest, started))
     except (RestoreRefused, FileNotFoundError, IntegrityError) as err:
         _say(f"error: {err}")
