@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from typing import Any
 
 from sluice._states import CheckpointStatus, JobState, StopMode
@@ -25,12 +26,19 @@ from sluice._tokens import (
     token_dir,
     token_proof,
 )
+from sluice_contract.rest import SavepointTrigger
 
 POLL_S = 0.1
+TRIGGER_ATTEMPTS = 3
+"""How often a savepoint trigger is sent when no answer comes back: its request id makes a repeat safe."""
 
 
 class ClientError(Exception):
     """The coordinator cannot be reached, or refused the request; the message says which and why."""
+
+
+class Unreachable(ClientError):
+    """No answer came back: the request may or may not have reached the coordinator."""
 
 
 class Coordinator:
@@ -118,7 +126,7 @@ class Coordinator:
                 )
             raise ClientError(f"{method} {path}: {err.code} {message}") from err
         except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
-            raise ClientError(f"cannot reach the coordinator at {self.address}: {err}") from err
+            raise Unreachable(f"cannot reach the coordinator at {self.address}: {err}") from err
 
 
 def client_command(args: argparse.Namespace) -> int:
@@ -136,12 +144,12 @@ def client_command(args: argparse.Namespace) -> int:
 
 def _savepoint(coordinator: Coordinator, args: argparse.Namespace) -> int:
     """`savepoint` and `stop`: trigger it, follow it to its end and print its path."""
-    body: dict[str, Any] = {"stop": False}
-    if args.command == "stop":
-        body["stop"] = StopMode.of_drain(args.drain)
-    if args.savepoint_dir:
-        body["targetDirectory"] = args.savepoint_dir
-    trigger = coordinator.request("POST", "/v1/savepoints", body)["triggerId"]
+    wanted = SavepointTrigger(
+        stop=StopMode.of_drain(args.drain) if args.command == "stop" else None,
+        target_directory=args.savepoint_dir or None,
+        request_id=f"cli-{uuid.uuid4().hex}",
+    )
+    trigger = _trigger(coordinator, wanted)
     entry = _savepoint_outcome(coordinator, trigger)
     if entry["status"] != CheckpointStatus.COMPLETED:
         print(f"sluice {args.command}: savepoint failed: {entry['error']}", file=sys.stderr)
@@ -150,6 +158,21 @@ def _savepoint(coordinator: Coordinator, args: argparse.Namespace) -> int:
         return 1
     print(entry["path"])
     return 0
+
+
+def _trigger(coordinator: Coordinator, wanted: SavepointTrigger) -> str:
+    """POST /v1/savepoints; its trigger id. A connection that breaks before the answer may have started
+    the savepoint (or the stop) all the same, so the same request is sent again: the coordinator answers
+    a request id it has seen with that request's trigger and starts nothing new."""
+    attempt = 1
+    while True:
+        try:
+            return str(coordinator.request("POST", "/v1/savepoints", wanted.to_json())["triggerId"])
+        except Unreachable:
+            if attempt == TRIGGER_ATTEMPTS:
+                raise
+            time.sleep(0.5 * attempt)
+            attempt += 1
 
 
 def _savepoint_outcome(coordinator: Coordinator, trigger: str) -> Any:
