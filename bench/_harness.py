@@ -118,6 +118,11 @@ def _has_run(pid: int) -> bool:
         return False
 
 
+# How long `sluice run` may take to print its REST address: a Spark JVM on a machine with dozens of
+# runnable processes took over two minutes to start.
+READY_TIMEOUT_S = 600
+
+
 class BenchJob:
     def __init__(self, pipeline: Path, *options: str, env: dict[str, str] | None = None) -> None:
         self.started = time.monotonic()
@@ -164,7 +169,7 @@ class BenchJob:
         self._ready.set()
 
     def _sample(self) -> None:
-        self._ready.wait(120)
+        self._ready.wait(READY_TIMEOUT_S)
         while self.process.poll() is None and self.url:
             try:
                 for tm in self.get("/v1/job")["taskManagers"]:
@@ -193,7 +198,7 @@ class BenchJob:
             return json.loads(response.read())
 
     def wait_ready(self) -> None:
-        self._ready.wait(120)
+        self._ready.wait(READY_TIMEOUT_S)
         if self.url is None:
             raise RuntimeError("sluice run printed no REST address:\n" + "".join(self.lines))
 
