@@ -29,6 +29,49 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class TreeCpu:
+    """CPU seconds of a process and all its descendants, sampled until it ends."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, float] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> TreeCpu:
+        self._root = os.getpid()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def total(self) -> float:
+        return sum(self.seen.values())
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.05):
+            for pid in descendants(self._root):
+                self.seen[pid] = max(self.seen.get(pid, 0.0), cpu_seconds(pid))
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
 def _status_bytes(pid: int, field: str) -> int:
     """A size from /proc/<pid>/status (VmHWM, VmRSS, ...) in bytes, 0 once the process is gone."""
     try:
@@ -75,9 +118,15 @@ def _has_run(pid: int) -> bool:
         return False
 
 
+# How long `sluice run` may take to print its REST address: a Spark JVM on a machine with dozens of
+# runnable processes took over two minutes to start.
+READY_TIMEOUT_S = 600
+
+
 class BenchJob:
     def __init__(self, pipeline: Path, *options: str, env: dict[str, str] | None = None) -> None:
         self.started = time.monotonic()
+        self.started_at = time.time()
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -120,7 +169,7 @@ class BenchJob:
         self._ready.set()
 
     def _sample(self) -> None:
-        self._ready.wait(120)
+        self._ready.wait(READY_TIMEOUT_S)
         while self.process.poll() is None and self.url:
             try:
                 for tm in self.get("/v1/job")["taskManagers"]:
@@ -149,7 +198,7 @@ class BenchJob:
             return json.loads(response.read())
 
     def wait_ready(self) -> None:
-        self._ready.wait(120)
+        self._ready.wait(READY_TIMEOUT_S)
         if self.url is None:
             raise RuntimeError("sluice run printed no REST address:\n" + "".join(self.lines))
 

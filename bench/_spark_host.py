@@ -94,13 +94,14 @@ def build(env):
 '''
 
 
-def write_probe_pipeline(directory: Path) -> Path:
+def write_probe_pipeline(directory: Path, w1: Path = W1) -> Path:
     path = directory / "w1_probed.py"
-    path.write_text(_PROBE.format(w1=str(W1)))
+    path.write_text(_PROBE.format(w1=str(w1)))
     return path
 
 
-def _first_record(probe_dir: Path) -> float | None:
+def first_record_time(probe_dir: Path) -> float | None:
+    """The time (time.time()) of the first batch any probed source read, None if none did."""
     times = [float(p.read_text()) for p in probe_dir.glob("first.*") if p.read_text()]
     return min(times) if times else None
 
@@ -154,7 +155,7 @@ def cold_first_record(host: str, pipeline: Path, n: int, run_dir: Path) -> dict[
     ended = time.time()
     if done.returncode != 0:
         raise RuntimeError(f"sluice run --host {host} failed:\n{done.stderr}")
-    first = _first_record(run_dir / "probe")
+    first = first_record_time(run_dir / "probe")
     assert first is not None, "the probe saw no record"
     return {"first_record_s": first - started, "wall_s": ended - started}
 
@@ -213,7 +214,7 @@ def warm_run(host: Any, pipeline: Path, n: int, run_dir: Path) -> dict[str, floa
     pss = sampler.pss
     if result["state"] != "FINISHED":
         raise RuntimeError(f"W1 on {host.name} ended {result['state']}: {result.get('error')}")
-    first = _first_record(run_dir / "probe")
+    first = first_record_time(run_dir / "probe")
     assert first is not None, "the probe saw no record"
     end = job.job.end_ms / 1000 if job.job.end_ms else time.time()
     return {

@@ -1,12 +1,15 @@
 """W1 on two commits side by side: what a change to the engine costs or saves, in CPU seconds too.
 
     .venv/bin/python bench/ab_w1.py --baseline REF [--candidate REF] [--n 2000000] [--repeat 5]
+        [--host processes|spark]
 
-Runs W1 (examples/w1_window_counts.py, parallelism 2, process host, checkpoints every second) on two
-commits, each from a temporary git worktree, interleaved `--repeat` times (the order alternates). Per
-variant it prints the medians of: events/s over the coordinator's job time; the CPU seconds of the
-TaskManagers (sampled while they run); the CPU seconds of the whole run as the kernel counted them
-(coordinator, TaskManagers and their compaction processes); each with its ratio to the baseline.
+Runs W1 (examples/w1_window_counts.py, parallelism 2, checkpoints every second; the process host
+unless `--host spark`) on two commits, each from a temporary git worktree, interleaved `--repeat` times
+(the order alternates). Per variant it prints the medians of: events/s over the coordinator's job time;
+the CPU seconds of the TaskManagers (sampled while they run); the CPU seconds of the whole run
+(coordinator, TaskManagers and their compaction processes, and on the Spark host its JVMs and PySpark's
+worker daemon); the seconds from the start of `sluice run` to the first record a source read, and to its
+exit; each with its ratio to the baseline.
 
 On a machine shared with other work the events/s of two runs of one commit can differ by a factor of
 two; CPU seconds move much less with the load, so they are the figure to judge a change by there.
@@ -20,7 +23,13 @@ import statistics
 from _harness import environment_note
 from _w1_trees import git, interleaved_w1
 
-FIGURES = (("events_per_s", "events/s"), ("cpu_s", "TaskManager CPU s"), ("tree_cpu_s", "whole run CPU s"))
+FIGURES = (
+    ("events_per_s", "events/s"),
+    ("cpu_s", "TaskManager CPU s"),
+    ("tree_cpu_s", "whole run CPU s"),
+    ("first_record_s", "s to first record"),
+    ("wall_s", "wall s"),
+)
 
 
 def main() -> None:
@@ -29,15 +38,17 @@ def main() -> None:
     parser.add_argument("--candidate", default="HEAD", help="git ref with the change (default HEAD)")
     parser.add_argument("--n", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--host", choices=("processes", "spark"), default="processes")
     args = parser.parse_args()
     commits = {
         "baseline": git("rev-parse", "--short", args.baseline),
         "candidate": git("rev-parse", "--short", args.candidate),
     }
     print(
-        f"# W1, {commits['baseline']} against {commits['candidate']}, n = {args.n:,} ({environment_note()})\n"
+        f"# W1 on the {args.host} host, {commits['baseline']} against {commits['candidate']}, "
+        f"n = {args.n:,} ({environment_note()})\n"
     )
-    runs = interleaved_w1(commits, args.n, args.repeat, "sluice-ab-")
+    runs = interleaved_w1(commits, args.n, args.repeat, "sluice-ab-", "--host", args.host, first_record=True)
     medians = {v: {k: statistics.median(r[k] for r in runs[v]) for k, _ in FIGURES} for v in commits}
     print("| variant | commit | " + " | ".join(f"{title} (median) | ratio" for _, title in FIGURES) + " |")
     print("|---|---|" + "---|---|" * len(FIGURES))
@@ -47,12 +58,18 @@ def main() -> None:
             for k, _ in FIGURES
         ]
         print(f"| {variant} | {commit} | " + " | ".join(cells) + " |")
-    print("\nEach run (events/s, TaskManager CPU s, whole run CPU s):")
+    print(
+        "\ns to first record: from the start of the `sluice run` process to the first batch a source read "
+        "(start-up included: interpreter, Spark's JVM on the Spark host, TaskManagers)."
+    )
+    print("\nEach run (events/s, TaskManager CPU s, whole run CPU s, s to first record, wall s):")
     for variant, samples in runs.items():
         print(
             f"- {variant}: "
             + ", ".join(
-                f"{r['events_per_s']:,.0f} ({r['cpu_s']:.2f}, {r['tree_cpu_s']:.2f})" for r in samples
+                f"{r['events_per_s']:,.0f} ({r['cpu_s']:.2f}, {r['tree_cpu_s']:.2f}, "
+                f"{r['first_record_s']:.2f}, {r['wall_s']:.2f})"
+                for r in samples
             )
         )
 

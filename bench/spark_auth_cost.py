@@ -23,61 +23,16 @@ commit that turned authentication on as candidate to measure it alone.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
-from _harness import cpu_seconds, environment_note
+from _harness import TreeCpu, environment_note
 from _w1_trees import git, parent_of_commit_adding, run_w1, worktrees
 
 _LAUNCH_FILE = "runtime/sluice/hosts/spark/_launch_file.py"
-
-
-class TreeCpu:
-    """CPU seconds of a process and all its descendants, sampled until it ends."""
-
-    def __init__(self) -> None:
-        self.seen: dict[int, float] = {}
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def __enter__(self) -> TreeCpu:
-        self._root = os.getpid()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._done.set()
-        self._thread.join()
-
-    def total(self) -> float:
-        return sum(self.seen.values())
-
-    def _sample(self) -> None:
-        while not self._done.wait(0.05):
-            for pid in _descendants(self._root):
-                self.seen[pid] = max(self.seen.get(pid, 0.0), cpu_seconds(pid))
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
 
 
 def main() -> None:

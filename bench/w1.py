@@ -14,6 +14,9 @@ A row "Tight loop, one core x2" (issue 30) is W1's own functions applied record 
 Python loop (bench/_tight_loop.py), in a fresh interpreter interleaved with the other runs, its rate
 doubled: what two cores would do with no engine; the table says what share of it each Sluice host reaches.
 
+`--hosts-only` runs the Sluice rows alone and prints each host against the process host (issue 30:
+the Spark host's job time at least 0.9x the process host's): events/s, job time and wall time.
+
 Table 2 (issue 4): the Spark host against the process host (bench/_spark_host.py): processing rate
 once records flow, on `--spark-n` events, time to first record cold (new process) and warm (a running
 driver), peak memory per TaskManager.
@@ -118,6 +121,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hosts", default="processes,spark", help="Sluice hosts to run, comma-separated")
     parser.add_argument("--spark-n", type=int, default=6_000_000, help="events for table 2 (0: skip it)")
+    parser.add_argument(
+        "--hosts-only",
+        action="store_true",
+        help="only Sluice's host rows, each against the process host: no tight loop, no Structured Streaming",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sluice-w1-"))
     print(f"# W1, n = {args.n:,} ({environment_note()})\n")
@@ -126,6 +134,8 @@ def main() -> None:
         for _ in range(args.repeat):
             for host in args.hosts.split(","):
                 runs[f"Sluice, {host} host"].append(run_sluice(args.n, work, host))
+            if args.hosts_only:
+                continue
             runs[TIGHT_LOOP].append(run_tight_loop(args.n))
             ss = run_w1_structured_streaming(args.n, work / "ss")
             runs["Spark Structured Streaming"].append(
@@ -142,6 +152,9 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if args.hosts_only:
+        _hosts_table(runs)
+        return
     peer = statistics.median(r["events_per_s"] for r in runs["Spark Structured Streaming"])
     print(
         "| engine | events/s (median) | vs Structured Streaming | job s | wall s incl. start-up | CPU s "
@@ -180,6 +193,28 @@ def main() -> None:
         print(f"- {engine}: " + ", ".join(f"{r['events_per_s']:,.0f}/s" for r in samples))
     if args.spark_n:
         _spark_table(args.spark_n, args.repeat)
+
+
+def _hosts_table(runs: dict[str, list[dict[str, Any]]]) -> None:
+    """Each host's medians and their ratio to the process host's: events/s over the job time, and the
+    job time itself (coordinator's start of the job to its result), wall time (process start to exit)."""
+    base = runs.get("Sluice, processes host")
+    print("| host | events/s (median) | ratio | job s | ratio | wall s incl. start-up | ratio | CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for engine, samples in runs.items():
+        cells = []
+        for key in ("events_per_s", "job_s", "wall_s"):
+            value = statistics.median(r[key] for r in samples)
+            ratio = value / statistics.median(r[key] for r in base) if base else float("nan")
+            cells.append(f"{value:,.2f} | {ratio:.3f}x")
+        cpu_s = statistics.median(r["cpu_s"] for r in samples)
+        print(f"| {engine} | " + " | ".join(cells) + f" | {cpu_s:.2f} |")
+    print("\nCPU s: the TaskManagers' (sampled while they run). Each run (events/s, job s, wall s):")
+    for engine, samples in runs.items():
+        print(
+            f"- {engine}: "
+            + ", ".join(f"{r['events_per_s']:,.0f} ({r['job_s']:.2f}, {r['wall_s']:.2f})" for r in samples)
+        )
 
 
 def _spark_table(n: int, rounds: int) -> None:

@@ -75,10 +75,14 @@ def _spark_host(
         )
     say(f"Spark {master}, {taskmanagers} TaskManager(s); Spark's log: {log.path}")
     context = spark.start_spark(settings, log)
-    return Hosting(
-        spark.SparkHost(context, control_host=control_host, taskmanager_bind_host=taskmanager_host),
-        context.stop,
+    host = spark.SparkHost(
+        context,
+        control_host=control_host,
+        taskmanager_bind_host=taskmanager_host,
+        # A new local JVM has no Python worker daemon yet: start it now, beside the coordinator's start.
+        warm_up=spark.is_local(master),
     )
+    return Hosting(host, context.stop)
 
 
 def _default_log_dir() -> Path:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from sluice.hosts.spark import SparkHost
+from sluice.hosts.spark._warm_up import JOB_GROUP as WARM_UP_GROUP
 from sluice.transport.framing import frame, read_payload
 from sluice.transport.handshake import CONTROL
 from sluice.transport.messages import TASKMANAGER_REPORTS, Register, Shutdown, decode_message, encode_message
@@ -199,3 +200,53 @@ def test_graceful_stop_lets_taskmanagers_finish_their_tasks(spark_context: Any) 
     (job,) = tracker.getJobIdsForGroup(host.job_group(0))
     assert tracker.getJobInfo(job).status == "SUCCEEDED", "the tasks ended by themselves, not cancelled"
     assert still_running(pids) == []
+
+
+def test_a_warm_up_task_starts_the_worker_daemon_before_the_first_taskmanager_stage(
+    spark_context: Any,
+) -> None:
+    async def scenario(host: SparkHost) -> None:
+        coordinator = StandInCoordinator()
+        # Submitted at once: the stage must still wait for the warm-up task, not race it for the slots.
+        await host.start(2, await coordinator.start(), attempt=0)
+        await coordinator.registered(2)
+        await coordinator.shut_down_taskmanagers()
+        await host.stop(grace_s=30)
+        await coordinator.close()
+
+    tracker = spark_context.statusTracker()
+    before = set(tracker.getJobIdsForGroup(WARM_UP_GROUP))
+    host = SparkHost(spark_context, warm_up=True)
+    asyncio.run(scenario(host))
+    (warm_up,) = set(tracker.getJobIdsForGroup(WARM_UP_GROUP)) - before
+    assert tracker.getJobInfo(warm_up).status == "SUCCEEDED"
+    (stage_job,) = tracker.getJobIdsForGroup(host.job_group(0))
+    assert warm_up < stage_job, "the warm-up job came first; the stage after it had ended"
+    daemons = [pid for pid in _descendants(os.getpid()) if b"sluice.hosts.spark._daemon" in _cmdline(pid)]
+    assert daemons, "PySpark's worker daemon (Sluice's, with the TaskManager imported) runs"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found

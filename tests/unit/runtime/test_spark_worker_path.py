@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyspark
 
-from sluice.hosts.spark._worker_path import drop_spark_zips
+from sluice.hosts.spark._worker_path import drop_spark_zips, drop_spark_zips_from_environment
 
 SPARK_LIB = Path(pyspark.__file__).parent / "python" / "lib"
 
@@ -49,3 +49,21 @@ def test_a_worker_with_spark_s_path_imports_the_installed_pyspark() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env={"PYTHONPATH": zips}
     )
     assert done.stdout.strip() == str(Path(pyspark.__file__)), "not the copy inside pyspark.zip"
+
+
+def test_the_pythonpath_a_taskmanager_s_children_inherit_loses_the_zips_of_installed_packages(
+    tmp_path: Path,
+) -> None:
+    site = _package(tmp_path / "site", "pyspark")
+    spark_zip, py4j_zip = "/spark/python/lib/pyspark.zip", "/spark/python/lib/py4j-0.10.9.9-src.zip"
+    environ = {"PYTHONPATH": f"{spark_zip}:{py4j_zip}:/job/files"}
+    assert drop_spark_zips_from_environment(environ, ["", site]) == [spark_zip]
+    assert environ["PYTHONPATH"] == f"{py4j_zip}:/job/files", "py4j is installed nowhere: it stays"
+
+
+def test_an_environment_without_spark_s_zips_is_left_as_it_is(tmp_path: Path) -> None:
+    site = _package(tmp_path / "site", "pyspark")
+    environ = {"PYTHONPATH": "/job/files", "OTHER": "x"}
+    assert drop_spark_zips_from_environment(environ, [site]) == []
+    assert environ == {"PYTHONPATH": "/job/files", "OTHER": "x"}
+    assert drop_spark_zips_from_environment({}, [site]) == []

@@ -31,7 +31,8 @@ def main() -> None:
     from pyspark.daemon import manager
 
     import sluice.engine.taskmanager
-    import sluice.hosts.spark._task  # noqa: F401
+    import sluice.hosts.spark._task
+    import sluice.hosts.spark._warm_up  # noqa: F401
 
     gc.collect()
     gc.freeze()

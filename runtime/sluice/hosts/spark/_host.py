@@ -28,6 +28,7 @@ from sluice.hosts.spark._launch_file import LaunchFiles
 from sluice.hosts.spark._sealed_launch import can_seal, seal, secret_files
 from sluice.hosts.spark._settings import is_local
 from sluice.hosts.spark._task import run_barrier_task, run_barrier_task_from_file, run_barrier_task_sealed
+from sluice.hosts.spark._warm_up import start_worker_daemon
 from sluice.transport.secret import TaskManagerLaunch
 
 log = logging.getLogger(__name__)
@@ -57,10 +58,13 @@ class SparkHost:
         control_host: str = "127.0.0.1",
         taskmanager_bind_host: str = "127.0.0.1",
         stop_timeout_s: float = 60.0,
+        warm_up: bool = False,
     ) -> None:
         """`control_host`: where the coordinator listens, reachable from every executor (127.0.0.1 in
         local mode, the pod IP on Kubernetes). `taskmanager_bind_host`: the data address of a
-        TaskManager where its executor does not say (on Kubernetes the executor pod IP wins)."""
+        TaskManager where its executor does not say (on Kubernetes the executor pod IP wins).
+        `warm_up`: start PySpark's worker daemon now with an empty task (`_warm_up.py`); the first
+        TaskManager stage is submitted once that task has ended."""
         self.context = context
         self.control_host = control_host
         self.taskmanager_bind_host = taskmanager_bind_host
@@ -72,6 +76,7 @@ class SparkHost:
         local = is_local(str(context.master))
         self._launch_files = LaunchFiles() if local else None
         self._secret_files = None if local or not can_seal() else secret_files(context.getConf())
+        self._warm_up = start_worker_daemon(context) if warm_up else None
 
     def control_bind_host(self) -> str:
         return self.control_host
@@ -106,6 +111,7 @@ class SparkHost:
                 f"Sluice: {stage.count} TaskManager(s), attempt {attempt}",
                 interruptOnCancel=True,
             )
+            self._wait_warm_up(stage)
             if stage.stopping:
                 failure = "stopped before the stage was submitted"
             else:
@@ -120,6 +126,14 @@ class SparkHost:
                 Path(launch_file).unlink(missing_ok=True)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
             loop.call_soon_threadsafe(_settle, stage.done, failure)
+
+    def _wait_warm_up(self, stage: _Stage) -> None:
+        """Until the warm-up task has ended: submitted together, the TaskManagers' barrier stage could
+        take every slot first and leave the warm-up task waiting until the job's end (seen)."""
+        warm_up = self._warm_up
+        while warm_up is not None and warm_up.is_alive() and not stage.stopping:
+            warm_up.join(0.1)
+        self._warm_up = None
 
     def _task_body(self, launch: TaskManagerLaunch, attempt: int) -> tuple[Any, str | None]:
         """The barrier task's function, and the launch file it reads (None: the settings are in it)."""

@@ -7,6 +7,7 @@ needs only the TaskManager and PySpark's task context.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,10 @@ def _run(launch: TaskManagerLaunch, default_bind_host: str) -> Iterator[int]:
 
     from sluice.engine._collector import tune_for_records
     from sluice.engine.taskmanager import run_taskmanager
+    from sluice.hosts.spark._worker_path import drop_spark_zips_from_environment
 
+    # Only this worker's environment, which its TaskManager's children (compaction processes) inherit.
+    drop_spark_zips_from_environment(os.environ, sys.path)
     # This Python worker was forked for this one task and ends with it (spark.python.worker.reuse=false):
     # the TaskManager's collector settings are its own.
     tune_for_records()

@@ -1,5 +1,5 @@
 """The import path of Spark's Python workers: Spark's own zips of PySpark and Py4J come off it where the
-same packages are installed.
+same packages are installed, and off the PYTHONPATH a TaskManager's own child processes inherit.
 
 Spark puts `$SPARK_HOME/python/lib/pyspark.zip` and `py4j-*-src.zip` first on a worker's PYTHONPATH.
 Where the packages are installed as well (`pip install pyspark`, which Sluice depends on), importing
@@ -46,3 +46,24 @@ def drop_spark_zips(path: list[str], importers: MutableMapping[str, Any]) -> lis
         if any(cached == entry or cached.startswith(entry + os.sep) for entry in dropped):
             del importers[cached]
     return dropped
+
+
+def drop_spark_zips_from_environment(environ: MutableMapping[str, str], path: list[str]) -> list[str]:
+    """Takes Spark's zips off `environ`'s PYTHONPATH where `path` (this interpreter's sys.path, which a
+    child of the same interpreter shares) holds their packages as plain directories. A TaskManager's
+    children (a compaction process per compaction) import nothing of PySpark, but with the zips first
+    on their path every import of theirs looked inside both zips first: about 0.04 CPU s more per
+    process to import the compactor (0.36-0.37 against 0.31-0.34, 3 runs each)."""
+    entries = environ.get("PYTHONPATH", "").split(os.pathsep)
+    directories = [entry for entry in path if entry and not entry.endswith(".zip")]
+    dropped = [entry for entry in entries if _installed(entry, directories)]
+    if dropped:
+        environ["PYTHONPATH"] = os.pathsep.join(entry for entry in entries if entry not in dropped)
+    return dropped
+
+
+def _installed(zip_path: str, directories: list[str]) -> bool:
+    package = _package_in(os.path.basename(zip_path))
+    return package is not None and any(
+        os.path.isfile(os.path.join(directory, package, "__init__.py")) for directory in directories
+    )
