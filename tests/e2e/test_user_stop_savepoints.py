@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._cluster import E2ECluster
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job
 from e2e._outputs import assert_unbounded_exactly_once
 from testkit.outputs import read_output
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
-JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+JOB = UNBOUNDED_NAME  # on one TaskManager (_jobs.py)
 
 
 def _stop_savepoint(name: str, stop: str, target: str | None = None) -> str:
@@ -41,38 +41,41 @@ def _events(e2e: E2ECluster, reason: str) -> list[str]:
     return [str(e["message"]) for e in e2e.items("events") if e.get("reason") == reason]
 
 
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize(
-    ("stop", "state", "lifecycle"),
-    [("terminate", "finished", "Finished"), ("suspend", "suspended", "Suspended")],
-)
-def test_a_users_stop_savepoint_stops_the_job_and_sets_its_state(
-    e2e: E2ECluster, stop: str, state: str, lifecycle: str
-) -> None:
-    e2e.apply(UNBOUNDED)
-    run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"]
-
-    e2e.apply(_stop_savepoint("stop-it", stop))
-    savepoint = e2e.wait_savepoint("stop-it", "Completed")
+def _stop_with(e2e: E2ECluster, name: str, stop: str, run: str) -> dict[str, Any]:
+    """Apply a user's stop Savepoint to run `run` and check that it, and nothing of the operator's, stopped
+    the job; returns the Completed Savepoint."""
+    e2e.apply(_stop_savepoint(name, stop))
+    savepoint = e2e.wait_savepoint(name, "Completed")
     metadata = e2e.storage.read_json(f"{savepoint['status']['path']}/_metadata")
     assert (metadata["jobId"], metadata["stopMode"]) == (run, "drain" if stop == "terminate" else "no-drain")
+    state, lifecycle = ("finished", "Finished") if stop == "terminate" else ("suspended", "Suspended")
     job = e2e.wait_lifecycle(JOB, lifecycle)
     assert job["spec"]["state"] == state, "the operator records the user's stop in the StreamJob's spec"
     assert job["status"]["lastSavepoint"]["path"] == savepoint["status"]["path"]
-    assert [m for m in _events(e2e, "StopRequested") if "stop-it" in m], "no StopRequested event"
-    # The user's Savepoint did the stop: the operator made no stop Savepoint of its own.
-    names = {s["metadata"]["name"] for s in e2e.items("savepoints")}
-    assert names == {"stop-it"}, names
+    assert [m for m in _events(e2e, "StopRequested") if name in m], f"no StopRequested event for {name}"
     e2e.wait_pods_gone(JOB)
+    return savepoint
 
-    if stop == "suspend":
-        # Resume from the user's savepoint, then drain so that every window is in the output.
-        e2e.set_state(JOB, "running")
-        resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
-        assert resumed["restoredFrom"] == savepoint["status"]["path"]
-        e2e.set_state(JOB, "finished")
-        e2e.wait_lifecycle(JOB, "Finished")
-        e2e.wait_pods_gone(JOB)
+
+@pytest.mark.timeout(600)
+def test_a_users_stop_savepoints_suspend_and_then_terminate_the_job_and_set_its_state(
+    e2e: E2ECluster,
+) -> None:
+    """`stop: suspend` on a running job, a resume from that savepoint, then `stop: terminate`: one job
+    shows both stops (each its own run), and the output of both runs is exactly once."""
+    e2e.apply(unbounded_job())
+    run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]["id"]
+
+    suspended = _stop_with(e2e, "suspend-it", "suspend", run)
+
+    e2e.set_state(JOB, "running")
+    resumed = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]
+    assert resumed["restoredFrom"] == suspended["status"]["path"]
+    _stop_with(e2e, "terminate-it", "terminate", resumed["id"])
+
+    # The user's Savepoints did the stops: the operator made no stop Savepoint of its own.
+    names = {s["metadata"]["name"] for s in e2e.items("savepoints")}
+    assert names == {"suspend-it", "terminate-it"}, names
     assert_unbounded_exactly_once(_output(e2e), at_least=1)
 
 
@@ -80,7 +83,8 @@ def test_a_users_stop_savepoint_stops_the_job_and_sets_its_state(
 def test_a_stop_that_fails_leaves_the_job_running_with_a_failed_savepoint_and_an_event(
     e2e: E2ECluster,
 ) -> None:
-    e2e.apply(UNBOUNDED)
+    # The example's two TaskManagers: this test has not yet been shown to pass on one.
+    e2e.apply(unbounded_job(task_managers=2))
     running = e2e.wait_running_with_checkpoint(JOB)["status"]
     run, coordinator_uid = running["job"]["id"], e2e.coordinator_pod(JOB)["metadata"]["uid"]
 
