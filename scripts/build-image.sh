@@ -117,7 +117,9 @@ case $builder in
 esac
 echo "image build time: $((SECONDS - start)) s" >&2
 case $builder in
-    buildah) size=$(buildah images --noheading --format '{{.Size}}' "$tag" | head -n1) ;;
+    # sed, not head: head would end the pipe early when the image has several names, and pipefail
+    # would fail the build on buildah's SIGPIPE.
+    buildah) size=$(buildah images --noheading --format '{{.Size}}' "$tag" | sed -n 1p) ;;
     *) size="$(($("$builder" image inspect --format '{{.Size}}' "$tag") / 1000000)) MB" ;;
 esac
 echo "image size: $size" >&2
