@@ -132,7 +132,7 @@ if $archive; then
         podman | buildah) "$builder" push --quiet "$tag" "docker-archive:$partial:$tag" >/dev/null ;;
     esac
     mv "$partial" "$archive_path"
-    # Each archive is about 3 GB and a new one is written whenever the sources change: keep the one
+    # Each archive is about 1 GB and a new one is written whenever the sources change: keep the one
     # just built and the newest other (another clone may still be on it), so the cache cannot fill
     # the disk over a day of commits. Unfinished ones older than a day were left by killed builds.
     find "$cache" -maxdepth 1 -name 'sluice-*.tar' ! -path "$archive_path" -printf '%T@ %p\n' \
