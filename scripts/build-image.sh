@@ -117,7 +117,9 @@ case $builder in
 esac
 echo "image build time: $((SECONDS - start)) s" >&2
 case $builder in
-    buildah) size=$(buildah images --noheading --format '{{.Size}}' "$tag" | head -n1) ;;
+    # sed, not head: head would end the pipe early when the image has several names, and pipefail
+    # would fail the build on buildah's SIGPIPE.
+    buildah) size=$(buildah images --noheading --format '{{.Size}}' "$tag" | sed -n 1p) ;;
     *) size="$(($("$builder" image inspect --format '{{.Size}}' "$tag") / 1000000)) MB" ;;
 esac
 echo "image size: $size" >&2
@@ -130,7 +132,7 @@ if $archive; then
         podman | buildah) "$builder" push --quiet "$tag" "docker-archive:$partial:$tag" >/dev/null ;;
     esac
     mv "$partial" "$archive_path"
-    # Each archive is about 3 GB and a new one is written whenever the sources change: keep the one
+    # Each archive is about 1 GB and a new one is written whenever the sources change: keep the one
     # just built and the newest other (another clone may still be on it), so the cache cannot fill
     # the disk over a day of commits. Unfinished ones older than a day were left by killed builds.
     find "$cache" -maxdepth 1 -name 'sluice-*.tar' ! -path "$archive_path" -printf '%T@ %p\n' \
