@@ -37,10 +37,10 @@ from sluice.coordinator.result_store import JobResult, read_result
 from sluice.coordinator.validation import RestoreRefused
 from sluice.coordinator.views import job_view, sum_metrics
 from sluice.graph.jobgraph import GraphError, JobGraph
-from sluice.hosts.base import HostSetupError
+from sluice.hosts.base import HostSetupError, HostUnavailable
 from sluice.hosts.selection import make_host
 
-EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
+EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # what a shell reports for a command that SIGINT ended
 
 
@@ -205,6 +205,9 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
     except (UsageError, HostSetupError, PreflightError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE
+    except HostUnavailable as err:
+        _say(f"error: {err}. Nothing ran and nothing was stored: run it again")
+        return EXIT_UNAVAILABLE
     except FormatError as err:
         _say(f"error: {err}; the job ended, but how is unreadable: not running it again")
         return EXIT_USAGE

@@ -11,6 +11,12 @@ class HostSetupError(Exception):
     """The host cannot be set up with the given settings or environment; the message says how to fix it."""
 
 
+class HostUnavailable(Exception):
+    """The host could not be started for a reason that may pass by itself (a cluster manager that did
+    not answer in time, say): nothing ran and nothing was stored, and the same command may work later.
+    Not a HostSetupError: a supervisor (the operator) runs it again rather than give up on the job."""
+
+
 class TaskManagerHost(Protocol):
     name: str
 

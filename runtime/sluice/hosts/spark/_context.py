@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sluice.hosts.base import HostUnavailable
 from sluice.hosts.spark._class_data import java_options
 from sluice.hosts.spark._errors import SparkSetupError
 from sluice.hosts.spark._settings import is_local
@@ -110,7 +111,35 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
     try:
         return SparkContext(conf=conf, gateway=gateway)
     except Exception as err:
+        unreachable = _unreachable(err)
+        if unreachable is not None:
+            raise HostUnavailable(f"Spark did not start: {unreachable}; see {log.path}") from err
         raise SparkSetupError(f"Spark did not start: {_first_line(err)}; see {log.path}") from err
+
+
+# Java exceptions (by class name, anywhere in the cause chain) that say a service did not answer, not
+# that a setting is wrong: Kubernetes' client when the API server is slow or restarting, a refused or
+# timed-out connection to a cluster manager.
+_UNREACHABLE = (
+    "io.fabric8.kubernetes.client.KubernetesClientException",
+    "java.net.ConnectException",
+    "java.net.SocketTimeoutException",
+    "java.net.NoRouteToHostException",
+    "java.util.concurrent.TimeoutException",
+    "java.io.InterruptedIOException",
+)
+
+
+def _unreachable(err: BaseException) -> str | None:
+    """The innermost message of a cause that says a service did not answer, or None."""
+    cause = getattr(err, "java_exception", None)
+    found, seen = None, 0
+    while cause is not None and seen < 20:  # a cause chain can loop back on itself
+        name = str(cause.getClass().getName())
+        if name in _UNREACHABLE:
+            found = f"{name.rsplit('.', 1)[-1]}: {cause.getMessage()}"
+        cause, seen = cause.getCause(), seen + 1
+    return found
 
 
 def _first_line(err: BaseException) -> str:
