@@ -99,10 +99,10 @@ def run_sluice(n: int, work: Path) -> dict[str, Any]:
     }
 
 
-def _quartiles(state: list[int], unit: float = 2**20, suffix: str = " MiB") -> str:
+def _quartiles(state: list[int], unit: float = 2**20, suffix: str = " MiB", digits: int = 1) -> str:
     if len(state) < 4:
         return "too few samples"
-    return " / ".join(f"{state[len(state) * q // 4] / unit:,.1f}" for q in (1, 2, 3)) + suffix
+    return " / ".join(f"{state[len(state) * q // 4] / unit:,.{digits}f}" for q in (1, 2, 3)) + suffix
 
 
 def _progress(engine: str, run: dict[str, Any]) -> None:
@@ -179,7 +179,7 @@ def main() -> None:
     for r in runs["Spark Structured Streaming"]:
         rows = [b["state_rows"] for b in r["batches"]]
         peak = max(rows, default=0)
-        print(f"- {_quartiles(rows, 1, ' rows')} over {len(rows)} micro-batches, at most {peak:,}")
+        print(f"- {_quartiles(rows, 1, ' rows', 0)} over {len(rows)} micro-batches, at most {peak:,}")
     print("\nEach run:")
     for engine, samples in runs.items():
         print(
