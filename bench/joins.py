@@ -1,19 +1,21 @@
 """Benchmark W7: an interval join of two W1-shaped streams (+-500 ms), Sluice against Structured
 Streaming's stream-stream join, in one command.
 
-    .venv/bin/python bench/joins.py [--n 2000000] [--repeat 3]
+    .venv/bin/python bench/joins.py [--n 2000000] [--repeat 3] [--files-per-trigger 2]
 
 Runs, interleaved `--repeat` times: Sluice (bench/pipelines/w7_interval_join.py, process host,
 parallelism 2, checkpoints every second) and Structured Streaming (bench/_w7_structured_streaming.py,
-local[2]). Events per second count both sides (2 n events) over each engine's job time, as bench/w1.py
-does (Sluice: the coordinator's start of the job to its result; Spark: start() to the end of
-awaitTermination(), SparkSession start-up apart). Both outputs are checked against plain Python
+local[2], each side in files of 50,000 events, `--files-per-trigger` of them per micro-batch). Events
+per second count both sides (2 n events) over each engine's job time, as bench/w1.py does (Sluice: the
+coordinator's start of the job to its result; Spark: start() to the end of awaitTermination(),
+SparkSession start-up apart). Both outputs are checked against plain Python
 (bench/_w7_events.py): the number of pairs and a checksum over them.
 
 State over time: while Sluice runs, the state size of each completed checkpoint (`stateSize` of
 GET /v1/job's last completed checkpoint) is sampled; an interval join drops the rows the watermark has
 passed beyond the bound, so it stays flat while the input grows (steady state), and the table shows it
-at a quarter, half and three quarters of the run.
+at a quarter, half and three quarters of the run. Spark's join state rows after each micro-batch are
+shown the same way: its watermark drops them between micro-batches.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 from _harness import REPO, BenchJob, environment_note
 from _w7_events import reference_pairs
-from _w7_structured_streaming import run_w7_structured_streaming
+from _w7_structured_streaming import FILES_PER_TRIGGER, run_w7_structured_streaming
 
 W7 = REPO / "bench" / "pipelines" / "w7_interval_join.py"
 TARGET_RATIO = 3.0
@@ -97,10 +99,10 @@ def run_sluice(n: int, work: Path) -> dict[str, Any]:
     }
 
 
-def _quartiles(state: list[int]) -> str:
+def _quartiles(state: list[int], unit: float = 2**20, suffix: str = " MiB", digits: int = 1) -> str:
     if len(state) < 4:
-        return "too few checkpoints"
-    return " / ".join(f"{state[len(state) * q // 4] / 2**20:.1f}" for q in (1, 2, 3)) + " MiB"
+        return "too few samples"
+    return " / ".join(f"{state[len(state) * q // 4] / unit:,.{digits}f}" for q in (1, 2, 3)) + suffix
 
 
 def _progress(engine: str, run: dict[str, Any]) -> None:
@@ -116,6 +118,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2_000_000, help="events per side")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--files-per-trigger",
+        type=int,
+        default=FILES_PER_TRIGGER,
+        help="Structured Streaming's maxFilesPerTrigger (files of 50,000 events, per side)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sluice-w7-"))
     expected = reference_pairs(args.n)
@@ -126,7 +134,7 @@ def main() -> None:
             sluice = run_sluice(args.n, work)
             runs["Sluice, process host"].append(sluice)
             _progress("Sluice", sluice)
-            ss = run_w7_structured_streaming(args.n, work / "ss")
+            ss = run_w7_structured_streaming(args.n, work / "ss", files_per_trigger=args.files_per_trigger)
             peer_run = {
                 "events_per_s": 2 * args.n / ss["query_s"],
                 "job_s": ss["query_s"],
@@ -134,6 +142,7 @@ def main() -> None:
                 "cpu_s": ss["query_cpu_s"],
                 "peak_rss": ss["peak_rss_bytes"],
                 "pairs": ss["pairs"],
+                "batches": ss["batches"],
             }
             runs["Spark Structured Streaming"].append(peer_run)
             _progress("Structured Streaming", peer_run)
@@ -163,6 +172,14 @@ def main() -> None:
     )
     for r in runs["Sluice, process host"]:
         print(f"- {_quartiles(r['state'])} over {len(r['state'])} checkpoints")
+    print(
+        f"\nStructured Streaming's join state rows after 1/4, 1/2, 3/4 of its micro-batches "
+        f"({args.files_per_trigger} files of 50,000 events per side each):"
+    )
+    for r in runs["Spark Structured Streaming"]:
+        rows = [b["state_rows"] for b in r["batches"]]
+        peak = max(rows, default=0)
+        print(f"- {_quartiles(rows, 1, ' rows', 0)} over {len(rows)} micro-batches, at most {peak:,}")
     print("\nEach run:")
     for engine, samples in runs.items():
         print(

@@ -9,11 +9,12 @@ import sluice
 from sluice.connectors import FileSink, GeneratorSource
 
 BOUND_MS = 500
+START_MS = 1_767_225_600_000
 
 
 def w7_event(i: int) -> tuple[int, int, int]:
     """(key, ts_ms, id): bench/_w7_events.py describes it (the reference's own copy is there)."""
-    return (i * 7919) % 1000, i // 10, i
+    return (i * 7919) % 1000, START_MS + i // 10, i
 
 
 def build(env: sluice.StreamEnvironment) -> None:

@@ -1,10 +1,13 @@
-"""Broadcast state, interval and window joins with a TaskManager SIGKILLed mid-run: the output equals
-plain Python's, every line once (tests/integration/pipelines/two_inputs.py).
+"""Broadcast state, a keyed co-process, interval and window joins with a TaskManager SIGKILLed mid-run:
+the output equals plain Python's, every line once (tests/integration/pipelines/two_inputs.py).
 
-Every operator runs through the real CLI (processes host). On the Spark host, where the TaskManager is
-the Python worker Spark forked for its barrier task: the broadcast case, whose rules input has finished
-before the kill, so recovery must keep the rules without running their source again, and the interval
-join on the disk backend, whose state files the restarted barrier tasks read back.
+Every join and the broadcast case run through the real CLI (processes host; examples/enrichment.py's
+test kills a keyed co-process there). Every operator runs on the Spark host too, where the TaskManager
+is the Python worker Spark forked for its barrier task. The broadcast and co-process cases have a
+bounded input (rules, dimension) that has finished before the kill: recovery must keep the state it
+built without running its source again, which the restored checkpoint's metadata and the co-process's
+one marker per dimension record show. The joins' state is on disk on one host and on the heap on the
+other, read back by the restarted tasks.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ def _windows(ts: int, size: int = 60, slide: int = 20) -> set[int]:
 
 def expected(kind: str, count: int) -> collections.Counter[str]:
     out: collections.Counter[str] = collections.Counter()
-    if kind == "broadcast":
+    if kind in ("broadcast", "coprocess"):
         out.update(json.dumps([i, (i % KEYS) * 10]) for i in range(count))
+        if kind == "coprocess":
+            out.update(json.dumps(["dimension", k]) for k in range(KEYS))
         return out
     lefts = collections.defaultdict(list)
     for i in range(count):
@@ -56,12 +61,14 @@ def expected(kind: str, count: int) -> collections.Counter[str]:
     return out
 
 
-def _options(out: Path, kind: str, count: int, backend: str, tmp_path: Path) -> tuple[str, ...]:
+def _options(
+    out: Path, kind: str, count: int, backend: str, tmp_path: Path, rate: int = 2500
+) -> tuple[str, ...]:
     return (
         "--arg", f"out={out}",
         "--arg", f"kind={kind}",
         "--arg", f"count={count}",
-        "--arg", "rate=2500",
+        "--arg", f"rate={rate}",
         "--parallelism", "2",
         "--state-backend", backend,
         "--checkpoint-dir", f"file://{tmp_path / 'chk'}",
@@ -93,12 +100,22 @@ def _kill_one_taskmanager(
         job.kill()
 
 
-def _assert_rules_input_finished_in(checkpoint: str) -> None:
-    """The restored checkpoint has the rules input finished: recovery kept the broadcast state built
-    from it, and did not run its source again (FLIP-147)."""
+# The bounded input of each kind that has one: its source and map, and the two-input operator.
+BOUNDED_INPUT = {
+    "broadcast": ("rules", "rule", "apply"),
+    "coprocess": ("dimension", "dimension-rows", "enrich"),
+}
+
+
+def _assert_bounded_input_finished_in(checkpoint: str, kind: str) -> None:
+    """The restored checkpoint has the bounded input finished: recovery kept the state built from it,
+    and did not run its source again (FLIP-147)."""
+    if kind not in BOUNDED_INPUT:
+        return
+    source, rows, operator = BOUNDED_INPUT[kind]
     entries = {op.uid: op for op in read_metadata(checkpoint, load_state_key()).operators}
-    assert entries["rules"].fully_finished and entries["rule"].fully_finished
-    assert entries["apply"].finished_inputs, "the operator records its rules input as finished"
+    assert entries[source].fully_finished and entries[rows].fully_finished
+    assert entries[operator].finished_inputs == (1,), "the operator records its second input as finished"
 
 
 # The window join's windows on disk: its heap layout is the session windows' (test_session_windows).
@@ -120,8 +137,7 @@ def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
 
     code, restored = _kill_one_taskmanager(job, check_running=windows_on_disk)
     assert code == 0, job.stderr
-    if kind == "broadcast":
-        _assert_rules_input_finished_in(restored)
+    _assert_bounded_input_finished_in(restored, kind)
     assert_same_output(read_output(str(out)), expected(kind, count))
 
 
@@ -131,16 +147,26 @@ def _a_spark_python_worker(pid: int) -> None:
     assert b"sluice.hosts.spark._daemon" in command and b"pyspark.worker" in command, command
 
 
+# The window join emits each pair once per window the two share, about five lines per left record:
+# half the records, at a lower rate so that the sources still run as long, keep its run near the others'.
 @pytest.mark.spark
-@pytest.mark.parametrize(("kind", "backend"), [("broadcast", "heap"), ("interval", "disk")])
+@pytest.mark.parametrize(
+    ("kind", "backend", "count", "rate"),
+    [
+        ("broadcast", "heap", 12_000, 2500),
+        ("coprocess", "disk", 12_000, 2500),
+        ("interval", "disk", 12_000, 2500),
+        ("window", "heap", 6_000, 1500),
+    ],
+    ids=["broadcast-heap", "coprocess-disk", "interval-disk", "window-heap"],
+)
 def test_a_two_input_operator_is_exactly_once_across_a_killed_spark_taskmanager(
-    kind: str, backend: str, spark_context: Any, tmp_path: Path
+    kind: str, backend: str, count: int, rate: int, spark_context: Any, tmp_path: Path
 ) -> None:
-    out, count = tmp_path / "out", 12_000
-    options = _options(out, kind, count, backend, tmp_path)
+    out = tmp_path / "out"
+    options = _options(out, kind, count, backend, tmp_path, rate)
     job = SparkJob(PIPELINE, *options, spark_context=spark_context)
     code, restored = _kill_one_taskmanager(job, _a_spark_python_worker)
     assert code == 0, job.stderr
-    if kind == "broadcast":
-        _assert_rules_input_finished_in(restored)
+    _assert_bounded_input_finished_in(restored, kind)
     assert_same_output(read_output(str(out)), expected(kind, count))
