@@ -518,3 +518,14 @@ def test_a_crash_loop_restarts_at_most_every_ten_seconds() -> None:
     older = pod(job, "Failed", reason="Error, exit code 137", exit_code=137, finished_ms=NOW - 11_000)
     plan = decide(ctx(job, deployed_status(job, "Deploying")), Observed(pod=older))
     assert _only(plan, DeletePods).names == ("counts-coordinator",)
+
+
+def test_spark_that_could_not_reach_the_api_server_is_restarted_not_failed() -> None:
+    """`sluice run` exits 4 when Spark did not start because a service did not answer (the
+    kube-apiserver under load): the run is started again, as after a crash, and the job is not Failed."""
+    job = spec()
+    exited = pod(job, "Failed", reason="Error, exit code 4", exit_code=4, finished_ms=NOW - 11_000)
+    plan = decide(ctx(job, deployed_status(job, "Deploying")), Observed(pod=exited))
+    assert _only(plan, DeletePods).names == ("counts-coordinator",)
+    assert status_of(plan)["lifecycleState"] == "Deploying"
+    assert "restarting from the latest checkpoint" in status_of(plan)["error"]
