@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from e2e._cluster import EXAMPLES, JOB_LABEL, E2ECluster
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job, unbounded_manifest
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
 SAVEPOINT = EXAMPLES / "savepoint.yaml"
-JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+JOB = UNBOUNDED_NAME  # on one TaskManager (_jobs.py)
 USER_SAVEPOINT = yaml.safe_load(SAVEPOINT.read_text())["metadata"]["name"]
 # What the operator creates for a job (docs/operator.md), and what Spark creates (executor pods).
 OWNED_KINDS = (
@@ -41,7 +41,7 @@ def _owned(e2e: E2ECluster) -> dict[str, list[str]]:
 
 @pytest.mark.timeout(480)
 def test_deleting_a_streamjob_removes_everything_it_owned(e2e: E2ECluster) -> None:
-    e2e.apply(UNBOUNDED)
+    e2e.apply(unbounded_job())
     e2e.wait_running_with_checkpoint(JOB)
     # One operator-made Savepoint (a suspend) and a user's own one, both of a running job.
     e2e.set_state(JOB, "suspended")
@@ -54,7 +54,7 @@ def test_deleting_a_streamjob_removes_everything_it_owned(e2e: E2ECluster) -> No
     owned = _owned(e2e)
     coordinator = e2e.coordinator_pod(JOB)
     taskmanagers = e2e.taskmanager_pods(JOB)
-    assert len(taskmanagers) == 2 and owned["pods"] == sorted(
+    assert len(taskmanagers) == 1 and owned["pods"] == sorted(
         [coordinator["metadata"]["name"], *(p["metadata"]["name"] for p in taskmanagers)]
     ), owned
     for kind in OWNED_KINDS[1:]:
@@ -74,7 +74,7 @@ def test_deleting_a_streamjob_removes_everything_it_owned(e2e: E2ECluster) -> No
 
 
 def _variant(**spec_changes: Any) -> tuple[str, dict[str, Any]]:
-    manifest = yaml.safe_load(UNBOUNDED.read_text())
+    manifest = unbounded_manifest()
     for path, value in spec_changes.items():
         node = manifest["spec"]
         *parents, leaf = path.split("__")
@@ -130,7 +130,7 @@ def test_a_spec_only_the_operator_can_check_is_degraded_with_a_clear_message(e2e
     assert e2e.job_pods(name) == []
 
     # Fixed, the same object runs: the operator never gave up on it.
-    e2e.kubectl("patch", "streamjob", name, "--type=merge", "-p", '{"spec":{"taskManagers":{"replicas":2}}}')
+    e2e.kubectl("patch", "streamjob", name, "--type=merge", "-p", '{"spec":{"taskManagers":{"replicas":1}}}')
     running = e2e.wait_lifecycle(name, "Running", timeout=180)
     conditions = {c["type"]: c["status"] for c in running["status"]["conditions"]}
     assert conditions["Degraded"] == "False" and not running["status"].get("error"), running["status"]

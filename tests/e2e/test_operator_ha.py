@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._cluster import E2ECluster
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job, unbounded_manifest
 from e2e._operator import NAMESPACE_PREFIX, LocalOperator, PeeredOperators
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
@@ -27,8 +27,7 @@ from testkit.kubelet import ProcessKubelet
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
-JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+JOB = UNBOUNDED_NAME  # on one TaskManager (_jobs.py)
 PEERING = "sluice-operator"
 LIFETIME = 20  # seconds; the chart's default is 60, shorter here to keep the test short
 # The standby's: had its graceful stop left its entry to expire, the hand-back would take this long.
@@ -115,7 +114,7 @@ def test_one_replica_acts_and_the_standby_takes_over_when_it_is_killed(
     assert lifetimes == (LIFETIME, LONG_LIFETIME), peers
     assert pair.leader() is first
 
-    e2e.apply(UNBOUNDED)
+    e2e.apply(unbounded_job())
     e2e.wait_running_with_checkpoint(JOB)
     coordinator = e2e.coordinator_pod(JOB)["metadata"]["uid"]
     # Only the leader acted: the standby never reconciled, watches no job, posted no event.
@@ -180,7 +179,7 @@ def test_a_replica_without_its_peering_object_says_so_and_waits_for_it(
     )
     cluster = E2ECluster(kube_env, process_kubelet, replica, e2e_storage, namespace)
     try:
-        job = yaml.safe_load(UNBOUNDED.read_text())
+        job = unbounded_manifest()
         job["spec"]["state"] = "suspended"  # nothing to run: only the operator's status shows it acted
         cluster.apply(json.dumps(job))
         replica.start()

@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-import yaml
 
-from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._cluster import E2ECluster
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job
 from e2e._operator import Metrics
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
-JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+JOB = UNBOUNDED_NAME  # on one TaskManager (_jobs.py)
 RECONCILES = "sluice_operator_reconciles_total"
 LIFECYCLE = "sluice_operator_streamjobs"
 SAVEPOINTS = "sluice_operator_savepoints_total"
@@ -51,7 +50,7 @@ def test_metrics_follow_reconciles_lifecycle_and_savepoint_outcomes(e2e: E2EClus
     before = e2e.operator.metrics()
     assert _lifecycles(before, ns) == {}, "a fresh namespace has no lifecycle series"
 
-    e2e.apply(UNBOUNDED)
+    e2e.apply(unbounded_job())
     e2e.wait_lifecycle(JOB, "Running")
     running = _wait_metrics(e2e, "the job Running", lambda m: _lifecycles(m, ns).get("Running") == 1)
     states = _lifecycles(running, ns)

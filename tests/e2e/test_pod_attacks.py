@@ -115,7 +115,7 @@ def _restart_counts(e2e: E2ECluster) -> dict[str, int]:
 def test_an_attackers_pod_gets_nothing_and_the_job_runs_on_exactly_once(e2e: E2ECluster) -> None:
     if e2e.kubelet is None:
         pytest.skip("finding a pod's listening sockets needs the process kubelet's shared /proc")
-    e2e.apply(UNBOUNDED)
+    e2e.apply(UNBOUNDED)  # unchanged: two TaskManagers, whose data ports carry records between them
     e2e.wait_running_with_checkpoint(JOB)
     before = e2e.coordinator(JOB, "/v1/job")
     pods_before = _restart_counts(e2e)

@@ -17,13 +17,13 @@ import pytest
 import yaml
 
 from e2e._cluster import EXAMPLES, E2ECluster, rest_port_of
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job
 from e2e._outputs import assert_unbounded_exactly_once
 from testkit.outputs import assert_same_output, read_output, w1_reference
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
 BOUNDED = EXAMPLES / "streamjob-bounded.yaml"
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
 PRIVILEGED_POD = """\
 apiVersion: v1
 kind: Pod
@@ -67,8 +67,8 @@ def test_bounded_job_finishes_in_a_restricted_namespace(e2e: E2ECluster) -> None
 @pytest.mark.timeout(600)
 def test_job_pods_carry_the_secrets_as_files_and_only_the_token_opens_the_rest_api(e2e: E2ECluster) -> None:
     _restrict(e2e)
-    job = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
-    e2e.apply(UNBOUNDED)
+    job = UNBOUNDED_NAME
+    e2e.apply(unbounded_job())  # one TaskManager (_jobs.py) shows its pod spec as two would
     e2e.wait_running_with_checkpoint(job)  # TaskManagers registered with their authenticating driver
 
     secret = e2e.get("secret", f"{job}-auth")

@@ -1,7 +1,8 @@
 """Savepoint housekeeping for real: periodic savepoints, history clean-up, disposal, savepoint on deletion.
 
-The unbounded example job (examples/k8s/streamjob.yaml) runs with short intervals set per test; every
-savepoint is checked where it matters, in the S3 storage (`_metadata` of kind savepoint, of this run).
+The unbounded example job (examples/k8s/streamjob.yaml, on one TaskManager: _jobs.py) runs with short
+intervals set per test; every savepoint is checked where it matters, in the S3 storage (`_metadata` of
+kind savepoint, of this run).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e._cluster import EXAMPLES, JOB_LABEL, E2ECluster
+from e2e._cluster import JOB_LABEL, E2ECluster
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job, unbounded_manifest
 from e2e._outputs import assert_unbounded_exactly_once, generated_prefixes
 from testkit.outputs import read_output
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
-JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+JOB = UNBOUNDED_NAME
 TRIGGER_LABEL = "sluice.dev/trigger"
 PERIODIC = re.compile(rf"^{JOB}-periodic-(\d+)$")
 Objects = dict[str, dict[str, Any]]  # Savepoints by name
@@ -34,7 +35,7 @@ Objects = dict[str, dict[str, Any]]  # Savepoints by name
 
 def _job_with(**savepoints: Any) -> str:
     """The example job with its `spec.savepoints` replaced, as YAML for `kubectl apply`."""
-    manifest = yaml.safe_load(UNBOUNDED.read_text())
+    manifest = unbounded_manifest()
     manifest["spec"]["savepoints"] = savepoints
     return yaml.safe_dump(manifest)
 
@@ -239,7 +240,7 @@ def _user_savepoint(name: str, *, dispose: bool) -> str:
 
 @pytest.mark.timeout(420)
 def test_deleting_a_user_savepoint_disposes_of_its_files_only_when_asked(e2e: E2ECluster) -> None:
-    run = _start(e2e, UNBOUNDED.read_text())
+    run = _start(e2e, unbounded_job())
     paths = {}
     for name, dispose in (("keep-files", False), ("dispose-files", True)):
         e2e.apply(_user_savepoint(name, dispose=dispose))
@@ -260,7 +261,7 @@ def test_deleting_a_user_savepoint_disposes_of_its_files_only_when_asked(e2e: E2
 def test_a_savepoint_deleted_while_in_progress_disposes_of_its_files_once_it_has_ended(
     e2e: E2ECluster,
 ) -> None:
-    _start(e2e, UNBOUNDED.read_text())
+    _start(e2e, unbounded_job())
     taskmanager = e2e.coordinator(JOB, "/v1/job")["taskManagers"][0]
     pod = e2e.taskmanager_pod_of(JOB, taskmanager["host"])
     # A frozen TaskManager holds the savepoint in progress (see test_job_lifecycle.py).
@@ -288,9 +289,15 @@ def test_a_savepoint_deleted_while_in_progress_disposes_of_its_files_once_it_has
     assert _events(e2e, "Disposed") == [f"deleted savepoint files at {answer['path']}"]
 
 
-@pytest.mark.timeout(420)
-def test_deleting_a_streamjob_with_on_delete_takes_a_savepoint_first(e2e: E2ECluster) -> None:
-    run = _start(e2e, _job_with(onDelete=True))
+@pytest.mark.timeout(600)
+def test_deleting_a_streamjob_with_on_delete_takes_a_savepoint_that_a_new_job_goes_on_from_exactly_once(
+    e2e: E2ECluster,
+) -> None:
+    """Savepoint on deletion, the job's `disposeOnDelete` savepoints removed with it, and a new job
+    restored from the deletion savepoint."""
+    first_run = _start(e2e, _job_with(onDelete=True, periodicInterval="4s", disposeOnDelete=True))
+    watch = PeriodicWatch(e2e)
+    watch.until("a periodic savepoint completed", lambda w, _: len(w.completed) >= 1)
 
     e2e.kubectl("delete", "streamjob", JOB, "--timeout=180s")
 
@@ -301,48 +308,28 @@ def test_deleting_a_streamjob_with_on_delete_takes_a_savepoint_first(e2e: E2EClu
     assert savepoint["metadata"]["labels"][JOB_LABEL] == JOB
     assert not savepoint["metadata"].get("ownerReferences"), savepoint["metadata"]
     assert savepoint["spec"]["stop"] == "suspend"
+    assert savepoint["spec"]["disposeOnDelete"] is False
     assert savepoint["status"]["state"] == "Completed", savepoint["status"]
     path = savepoint["status"]["path"]
-    _assert_savepoint_of(e2e, path, run, "no-drain")
+    _assert_savepoint_of(e2e, path, first_run, "no-drain")
     # The run ended through that savepoint (stop-with-savepoint), not by its pods being deleted.
     result = e2e.storage.read_json(
-        f"{e2e.storage.root}/checkpoints/{e2e.namespace}/{JOB}/{run}/job-result.json"
+        f"{e2e.storage.root}/checkpoints/{e2e.namespace}/{JOB}/{first_run}/job-result.json"
     )
     assert (result["state"], result["lastSavepoint"]) == ("FINISHED", path), result
-    assert [s["metadata"]["name"] for s in e2e.items("savepoints")] == [savepoint["metadata"]["name"]]
-
-
-@pytest.mark.timeout(420)
-def test_deleting_a_streamjob_disposes_of_its_savepoints_marked_dispose_on_delete(e2e: E2ECluster) -> None:
-    run = _start(e2e, _job_with(onDelete=True, periodicInterval="4s", disposeOnDelete=True))
-    watch = PeriodicWatch(e2e)
-    watch.until("a periodic savepoint completed", lambda w, _: len(w.completed) >= 1)
-
-    e2e.kubectl("delete", "streamjob", JOB, "--timeout=180s")
-
     # The job's own savepoints went with it, files and all; the deletion savepoint stays, files and all.
     present = watch.poll()
-    (deletion,) = [s for s in present.values() if s["metadata"]["labels"][TRIGGER_LABEL] == "deletion"]
-    assert list(present) == [deletion["metadata"]["name"]], list(present)
-    assert deletion["status"]["state"] == "Completed", deletion["status"]
-    assert deletion["spec"]["disposeOnDelete"] is False
-    _assert_savepoint_of(e2e, deletion["status"]["path"], run, "no-drain")
-    for name, path in watch.completed.items():
-        if name != deletion["metadata"]["name"]:
-            assert not e2e.storage.exists(path), f"{name} was deleted with the job but {path} is still there"
-
-
-@pytest.mark.timeout(600)
-def test_a_job_recreated_from_its_deletion_savepoint_goes_on_exactly_once(e2e: E2ECluster) -> None:
-    first_run = _start(e2e, _job_with(onDelete=True))
-    e2e.kubectl("delete", "streamjob", JOB, "--timeout=180s")
-    (savepoint,) = e2e.items("savepoints", f"{TRIGGER_LABEL}=deletion")
-    assert savepoint["status"]["state"] == "Completed", savepoint["status"]
-    path = savepoint["status"]["path"]
+    assert list(present) == [savepoint["metadata"]["name"]], list(present)
+    for name, periodic in watch.completed.items():
+        if name != savepoint["metadata"]["name"]:
+            assert not e2e.storage.exists(periodic), (
+                f"{name} was deleted with the job but {periodic} is still there"
+            )
     output_uri = e2e.storage.output_uri(e2e.namespace, JOB)
     before = sum(generated_prefixes(read_output(output_uri, e2e.storage.storage_options)).values())
 
-    manifest = yaml.safe_load(UNBOUNDED.read_text())
+    # A new job from that savepoint.
+    manifest = unbounded_manifest()
     manifest["spec"]["initialSavepoint"] = path
     e2e.apply(yaml.safe_dump(manifest))
     run = e2e.wait_running_with_checkpoint(JOB)["status"]["job"]

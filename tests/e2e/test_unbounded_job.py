@@ -13,14 +13,14 @@ import pytest
 import yaml
 
 from e2e._cluster import EXAMPLES, E2ECluster
+from e2e._jobs import UNBOUNDED_NAME, unbounded_job
 from e2e._outputs import assert_unbounded_exactly_once, generated_prefixes
 from testkit.outputs import read_output
 
 pytestmark = [pytest.mark.kube, pytest.mark.s3, pytest.mark.spark]
 
-UNBOUNDED = EXAMPLES / "streamjob.yaml"
 SAVEPOINT = EXAMPLES / "savepoint.yaml"
-JOB = yaml.safe_load(UNBOUNDED.read_text())["metadata"]["name"]
+JOB = UNBOUNDED_NAME
 
 
 def _committed_records(e2e: E2ECluster) -> int:
@@ -53,7 +53,7 @@ def _finish_and_check_output(e2e: E2ECluster) -> dict[str, Any]:
 
 @pytest.mark.timeout(480)
 def test_savepoint_of_a_running_job_leaves_it_running(e2e: E2ECluster) -> None:
-    e2e.apply(UNBOUNDED)
+    e2e.apply(unbounded_job())
     running = e2e.wait_running_with_checkpoint(JOB)["status"]
     run = running["job"]["id"]
     coordinator_uid = e2e.coordinator_pod(JOB)["metadata"]["uid"]
@@ -88,7 +88,7 @@ def test_savepoint_of_a_running_job_leaves_it_running(e2e: E2ECluster) -> None:
 
 @pytest.mark.timeout(600)
 def test_killed_taskmanagers_recover_from_the_checkpoint_exactly_once(e2e: E2ECluster) -> None:
-    e2e.apply(UNBOUNDED)
+    e2e.apply(unbounded_job(task_managers=2))  # one killed among others
     e2e.wait_running_with_checkpoint(JOB)
     job = e2e.coordinator(JOB, "/v1/job")
 

@@ -83,8 +83,7 @@ def test_a_users_stop_savepoints_suspend_and_then_terminate_the_job_and_set_its_
 def test_a_stop_that_fails_leaves_the_job_running_with_a_failed_savepoint_and_an_event(
     e2e: E2ECluster,
 ) -> None:
-    # The example's two TaskManagers: this test has not yet been shown to pass on one.
-    e2e.apply(unbounded_job(task_managers=2))
+    e2e.apply(unbounded_job())
     running = e2e.wait_running_with_checkpoint(JOB)["status"]
     run, coordinator_uid = running["job"]["id"], e2e.coordinator_pod(JOB)["metadata"]["uid"]
 
