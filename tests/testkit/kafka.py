@@ -26,11 +26,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from testkit._kafka_transactions import list_transactions
 from testkit.jobs import REPO
 from testkit.postgres import free_loopback_port
 
 JARS_SCRIPT = REPO / "scripts" / "kafka-jars.sh"
 READY_TIMEOUT_S = 90.0
+# The states of a transaction that holds back the last stable offset of the partitions it wrote to.
+_OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 
 _LOG4J2 = """\
 status = warn
@@ -285,18 +288,10 @@ class KafkaBroker:
     def open_transactions(self) -> list[str]:
         """Transactional ids whose transaction is still open on the broker (it holds back the last stable
         offset, so read_committed consumers see nothing after it). The Python client cannot list
-        transactions; Kafka's own TransactionsCommand can."""
-        done = subprocess.run(
-            self._java("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                       self.bootstrap_servers, "list"),
-            capture_output=True, text=True, check=False, timeout=120,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise AssertionError(f"TransactionsCommand list failed:\n{done.stdout}{done.stderr}")
-        rows = [line.split() for line in done.stdout.splitlines()[1:] if line.strip()]
-        return sorted(
-            r[0] for r in rows if len(r) >= 4 and r[3] in ("Ongoing", "PrepareCommit", "PrepareAbort")
-        )
+        transactions: this sends the broker the ListTransactions request of Kafka's TransactionsCommand,
+        without starting that command's JVM."""
+        transactions = list_transactions(self.host, self.port)
+        return sorted(name for name, _, state in transactions if state in _OPEN_STATES)
 
 
 @pytest.fixture(scope="session")
