@@ -90,10 +90,7 @@ def test_an_upgrade_whose_trigger_could_not_be_recorded_completes_from_the_same_
 
     monkeypatch.setattr(Recorder, "savepoint_status", api_server_down_for_the_trigger)
 
-    # The upgrade starts once the job has a checkpoint: at the default 10 s interval, 10 s of waiting.
-    manifest = streamjob_manifest(
-        JOB, parallelism=1, extra="upgradeMode: savepoint\ncheckpoints: {interval: 1s}\n"
-    )
+    manifest = streamjob_manifest(JOB, parallelism=1, extra="upgradeMode: savepoint\n")
     kube_env.kubectl("apply", "-f", "-", input=manifest, namespace=kube_namespace)
     before = kube_env.wait_for(
         f"streamjob {JOB}",
