@@ -162,8 +162,7 @@ class RecordWriter:
                 buffer.seal()
             if buffer.outbox:
                 outbox, buffer.outbox = buffer.outbox, []
-                for event in outbox:
-                    await buffer.channel.send(event)
+                await buffer.channel.send_many(outbox)
 
     async def close(self) -> None:
         for buffer in self.buffers:
