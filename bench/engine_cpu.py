@@ -40,7 +40,8 @@ from sluice.engine.channels import OutputChannel
 from sluice.engine.context import Metrics
 from sluice.engine.events import Event, RecordBatch, Watermark
 from sluice.engine.network import encode_event
-from sluice.engine.writer import BATCH_SIZE, RecordWriter
+from sluice.engine.task import SOURCE_BATCH
+from sluice.engine.writer import RecordWriter
 
 W1 = REPO / "examples" / "w1_window_counts.py"
 PARALLELISM = 2
@@ -70,7 +71,7 @@ def run_once(n: int, out: Path) -> dict[str, float]:
 
     def read_source() -> int:
         records = 0
-        while (emitted := source_chain.head.emit_next(BATCH_SIZE)) >= 0:  # type: ignore[attr-defined]
+        while (emitted := source_chain.head.emit_next(SOURCE_BATCH)) >= 0:  # type: ignore[attr-defined]
             records += emitted
             for buffer, events in zip(writer.buffers, per_channel, strict=True):
                 if buffer.outbox:

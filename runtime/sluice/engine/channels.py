@@ -150,6 +150,11 @@ class OutputChannel:
     async def send(self, event: Event) -> None:
         raise NotImplementedError
 
+    async def send_many(self, events: list[Event]) -> None:
+        """Sends `events` in order: what a writer's flush found sealed for this channel."""
+        for event in events:
+            await self.send(event)
+
     async def close(self) -> None:
         pass
 

@@ -8,7 +8,9 @@ holds the job's secret.
 
 Flow control is by credit, as in Flink's network stack: the sender sends an event only against a credit,
 and the receiver grants one for each free place in the channel's queue that no credit covers yet (when
-the connection starts, when its task takes an event, when the queue grows). So the events of a remote
+the connection starts, when its task takes an event, when the queue grows), in lumps of at least half
+the queue so that a grant frame is not written per event taken. The sender writes as many events as it
+holds credit for at once, one write for all their frames. So the events of a remote
 channel, in the socket and in the queue together, are never more than the queue's capacity, the bound a
 local channel has; that capacity is sized from the receiver's rate (`sluice.engine._queue_sizing`) and
 bounds how long a checkpoint barrier waits behind records. Without credits the sender's buffers and the
@@ -137,8 +139,12 @@ class _CreditGrant:
         self.outstanding = 0
 
     def top_up(self) -> None:
-        room = self.channel.capacity - len(self.channel) - self.outstanding
-        if room > 0 and not self.writer.is_closing():
+        capacity = self.channel.capacity
+        room = capacity - len(self.channel) - self.outstanding
+        # Room is granted in lumps of half the queue, not a place at a time: a frame (a write, and a
+        # wakeup of the sender) per lump instead of per event taken. The sender never waits on a lump
+        # it could use: while room is short of one, it still holds the rest of the queue's credit.
+        if room >= max(1, capacity // 2) and not self.writer.is_closing():
             self.outstanding += room
             self.writer.write(_credit_frame(room))
 
@@ -190,24 +196,39 @@ class RemoteOutputChannel(OutputChannel):
             self._granted.set()
 
     async def send(self, event: Event) -> None:
+        await self.send_many([event])
+
+    async def send_many(self, events: list[Event]) -> None:
+        """Sends `events` in order, as many at a time as the receiver has granted credit for: their
+        frames go out in one write with one drain, not one of each per event (a batch and the watermark
+        sealed behind it, say)."""
         writer = self._writer or await self._connect()
-        if self._credits == 0:
-            # The receiver's queue is full: waiting here is backpressure.
-            clock = self.clock
+        limit = self.wire.max_frame_bytes
+        sent = 0
+        while sent < len(events):
+            if self._credits == 0:
+                await self._wait_for_credit()
+            count = min(self._credits, len(events) - sent)
+            frames = [encode_event(event, limit) for event in events[sent : sent + count]]
+            self._credits -= count
+            sent += count
+            writer.write(frames[0] if count == 1 else b"".join(frames))
+            await writer.drain()
+
+    async def _wait_for_credit(self) -> None:
+        # The receiver's queue is full: waiting here is backpressure.
+        clock = self.clock
+        if clock is not None:
+            clock.start()
+        try:
+            while self._credits == 0:
+                if self._lost is not None:
+                    raise ConnectionError(self._lost)
+                self._granted.clear()
+                await self._granted.wait()
+        finally:
             if clock is not None:
-                clock.start()
-            try:
-                while self._credits == 0:
-                    if self._lost is not None:
-                        raise ConnectionError(self._lost)
-                    self._granted.clear()
-                    await self._granted.wait()
-            finally:
-                if clock is not None:
-                    clock.stop()
-        self._credits -= 1
-        writer.write(encode_event(event, self.wire.max_frame_bytes))
-        await writer.drain()
+                clock.stop()
 
     async def close(self) -> None:
         if self._writer is not None:

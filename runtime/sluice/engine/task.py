@@ -51,6 +51,12 @@ from sluice.transport.messages import Abort, Complete, Message, Stop, TaskReport
 
 Report = Callable[[Message], None]
 
+SOURCE_BATCH = 4 * BATCH_SIZE
+"""Records a source emits per read: its chain runs them as one batch and a generated watermark follows
+each read, so a larger read means fewer watermarks and fewer, fuller batches on every channel (a
+watermark seals the batch ahead of it); the writer still cuts them into channel batches of at most
+BATCH_SIZE."""
+
 
 TaskMessage = Trigger | Complete | Abort | Stop
 """The control messages a TaskManager relays to its subtasks, as the coordinator sent them: one
@@ -210,7 +216,7 @@ class StreamTask:
 
     async def _read_source(self, source: SourceOperator, bucket: TokenBucket | None) -> bool:
         """Emits what the source has, as far as its rate allows; whether it emitted anything."""
-        batch = BATCH_SIZE if bucket is None else bucket.allowance(BATCH_SIZE)
+        batch = SOURCE_BATCH if bucket is None else bucket.allowance(SOURCE_BATCH)
         if batch <= 0:
             return False
         emitted = source.emit_next(batch)

@@ -18,6 +18,8 @@ from sluice.graph.transformations import Partitioning, PartitionKind
 from sluice.state.keygroups import INT_HASH_FACTOR, MASK64, channel_table, stable_hash
 
 BATCH_SIZE = 1024
+"""Records in one batch on a channel, at most: a barrier or a watermark queued behind a batch waits for
+all of it, however slow the subtask that takes it."""
 
 KEY_CACHE_LIMIT = 1 << 16
 """Keys whose channel a writer remembers; past that many distinct keys it hashes every record."""
@@ -52,9 +54,18 @@ class _ChannelBuffer:
             self.seal()
 
     def seal(self) -> None:
-        if self.values:
-            self.outbox.append(RecordBatch(self.values, self.timestamps))
-            self.values, self.timestamps = [], None
+        values, timestamps = self.values, self.timestamps
+        if not values:
+            return
+        if len(values) <= BATCH_SIZE:
+            self.outbox.append(RecordBatch(values, timestamps))
+        else:
+            for start in range(0, len(values), BATCH_SIZE):
+                end = start + BATCH_SIZE
+                self.outbox.append(
+                    RecordBatch(values[start:end], None if timestamps is None else timestamps[start:end])
+                )
+        self.values, self.timestamps = [], None
 
     def event(self, event: Event) -> None:
         self.seal()
@@ -162,8 +173,7 @@ class RecordWriter:
                 buffer.seal()
             if buffer.outbox:
                 outbox, buffer.outbox = buffer.outbox, []
-                for event in outbox:
-                    await buffer.channel.send(event)
+                await buffer.channel.send_many(outbox)
 
     async def close(self) -> None:
         for buffer in self.buffers:

@@ -107,6 +107,59 @@ def test_room_in_a_queue_that_grew_is_given_to_the_remote_sender() -> None:
     assert (before, after) == (2, 6)
 
 
+def test_room_is_granted_in_lumps_of_half_the_queue() -> None:
+    capacity = 8
+
+    async def scenario() -> list[int]:
+        _, server, channel, sender = await _sender_against(capacity)
+        sent = 0
+
+        async def send_all() -> None:
+            nonlocal sent
+            for i in range(40):
+                await sender.send(RecordBatch([i], None))
+                sent += 1
+
+        task = asyncio.create_task(send_all())
+        await _settle()
+        seen = [sent]
+        for _ in range(capacity // 2):
+            channel.poll()
+            await _settle()
+            seen.append(sent)
+        task.cancel()
+        await server.close()
+        return seen
+
+    # Three places free are no lump yet; the fourth frees half the queue and the sender fills it.
+    assert _run(scenario()) == [8, 8, 8, 8, 12]
+
+
+def test_events_sent_together_arrive_in_order_as_credit_comes() -> None:
+    capacity = 3
+
+    async def scenario() -> tuple[int, list[Any]]:
+        _, server, channel, sender = await _sender_against(capacity)
+        task = asyncio.create_task(sender.send_many([RecordBatch([i], None) for i in range(25)]))
+        await _settle()
+        stalled_at = len(channel)
+        received: list[Any] = []
+        deadline = asyncio.get_running_loop().time() + 10
+        while len(received) < 25 and asyncio.get_running_loop().time() < deadline:
+            if (event := channel.poll()) is None:
+                await asyncio.sleep(0.01)
+            else:
+                received.append(_first_value(event))
+        await task
+        await sender.close()
+        await server.close()
+        return stalled_at, received
+
+    stalled_at, received = _run(scenario())
+    assert stalled_at == capacity, "no more of them out than the receiver granted"
+    assert received == list(range(25))
+
+
 def test_end_of_partition_ends_the_connection_cleanly() -> None:
     async def scenario() -> list[Any]:
         _, server, channel, sender = await _sender_against(4)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sluice.engine.channels import OutputChannel
 from sluice.engine.events import RecordBatch
-from sluice.engine.writer import RecordWriter
+from sluice.engine.writer import BATCH_SIZE, RecordWriter
 from sluice.graph.transformations import Partitioning, PartitionKind
 from sluice.state.keygroups import key_group_for, subtask_for_key_group
 
@@ -96,3 +96,25 @@ def test_more_distinct_keys_than_the_cache_holds_are_still_partitioned_by_their_
     batches = [list(range(start, start + 10)) for start in range(0, 200, 10)] + [[3, 150, "a", 7]]
     _emit(writer, batches, timed=True)
     assert _received(writer) == _expected(batches, 2, timed=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=3 * BATCH_SIZE), min_size=1, max_size=4),
+    channels=st.integers(min_value=1, max_value=3),
+    timed=st.booleans(),
+)
+def test_no_batch_on_a_channel_holds_more_than_batch_size_records(
+    sizes: list[int], channels: int, timed: bool
+) -> None:
+    # A source reads several channel batches' worth at once (sluice.engine.task.SOURCE_BATCH).
+    writer = _writer(channels)
+    batches = [list(range(size)) for size in sizes]
+    _emit(writer, batches, timed)
+    assert _received(writer) == _expected(batches, channels, timed)
+    sealed = [e for buffer in writer.buffers for e in buffer.outbox]
+    assert all(isinstance(e, RecordBatch) and 0 < len(e.values) <= BATCH_SIZE for e in sealed)
+    assert all(
+        isinstance(e, RecordBatch) and (e.timestamps is None or len(e.timestamps) == len(e.values))
+        for e in sealed
+    )
