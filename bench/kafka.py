@@ -50,7 +50,7 @@ ENGINES = {
     "alo": "Sluice, at-least-once",
     "ss": "Spark Structured Streaming",
 }
-GOAL_VS_SS, GOAL_EO_COST = 3.0, 0.15
+GOAL_VS_SS, GOAL_EO_COST = 4.0, 0.10
 
 
 def event_json(i: int) -> str:

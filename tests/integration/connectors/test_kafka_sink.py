@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from sluice.connectors import KafkaSink
+from sluice.connectors.kafka import KafkaAtLeastOnceSink
 from testkit.checkpoints import load, metadata_files, operator
 from testkit.inprocess import ThreadJob, run_thread_job
 from testkit.jobs import SluiceJob
@@ -149,6 +151,31 @@ def test_at_least_once_delivers_every_record(kafka_broker: KafkaBroker, tmp_path
     # Without a failure nothing is repeated either; the guarantee under failures is "at least".
     assert sorted(got) == list(range(COUNT)) and max(got.values()) == 1
     assert kafka_broker.open_transactions() == []
+
+
+def test_at_least_once_fails_the_checkpoint_when_the_broker_refuses_a_record(
+    kafka_broker: KafkaBroker,
+) -> None:
+    """Only failed deliveries call back into Python (`delivery.report.only.error`): a record the broker
+    refuses, here one larger than the topic's `max.message.bytes`, still fails the checkpoint's flush."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    topic = kafka_broker.create_topic(unique_topic("alo-refused"), 1)
+    entry = ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+    kafka_broker.admin().incremental_alter_configs([resource])[resource].result(30)
+    sink = KafkaSink(kafka_broker.bootstrap_servers, topic, delivery="at-least-once")
+    assert isinstance(sink, KafkaAtLeastOnceSink)
+    writer = sink.create_writer(0, 1)
+    try:
+        writer.write([b"small"], None)
+        writer.flush()
+        writer.write([b"x" * 10_000], None)
+        with pytest.raises(RuntimeError, match=f"delivery to {topic} failed: .*(too large|TOO_LARGE)"):
+            writer.flush()
+    finally:
+        writer.close()
+    assert [v for _, _, v in kafka_broker.consume_all(topic)] == [b"small"]
 
 
 def test_a_job_in_the_test_process_leaves_no_kafka_producer_behind(

@@ -262,3 +262,14 @@ def test_positions_of_the_same_partition_number_in_two_topics_are_kept_apart() -
     reader = _batch_reader(split, [batch], ["a", "b"])
     assert reader.read(10) == ["a0", "b10", "a1"]
     assert reader.next == {("a", 0): 2, ("b", 0): 11}
+
+
+def test_a_split_of_one_partition_is_cut_at_its_end_and_resumes_after_its_last_record() -> None:
+    split = KafkaSplit(0, 1, (("t", 0, 0),), (("t", 0, 3),))
+    first = [_Message("t", 0, o, b"a%d" % o) for o in range(2)]
+    second = [_Message("t", 0, o, b"a%d" % o) for o in range(2, 5)]
+    reader = _batch_reader(split, [first, second], ["t"])
+    assert reader.read(10) == ["a0", "a1"]
+    assert reader.next == {("t", 0): 2}
+    assert reader.read(10) == ["a2"]  # offsets 3 and 4 are past the end
+    assert reader.next == {("t", 0): 3}

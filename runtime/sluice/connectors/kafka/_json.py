@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 _orjson: types.ModuleType | None
 try:
@@ -55,12 +55,17 @@ def dumps(value: Any) -> bytes:
 
 def decode_all(values: Sequence[bytes | None]) -> list[Any]:
     """JSON values of a batch of records; a record without a value (a tombstone) stays None."""
-    present = [v for v in values if v is not None]
-    if _orjson is None or len(present) < len(values) or _has_long_digits(b" ".join(present)):
+    if _orjson is None:
         return [None if v is None else loads(v) for v in values]
-    # The common case, checked for long integers once per batch rather than once per record.
-    fast, slow = _orjson.loads, _orjson.JSONDecodeError
     try:
-        return [fast(v) for v in present]
-    except slow:
-        return [loads(v) for v in present]
+        # The common case, checked for long integers once per batch rather than once per record
+        # (joining raises TypeError on a tombstone: such a batch takes the record by record path).
+        long_digits = _has_long_digits(b" ".join(cast("Sequence[bytes]", values)))
+    except TypeError:
+        long_digits = True
+    if long_digits:
+        return [None if v is None else loads(v) for v in values]
+    try:
+        return list(map(_orjson.loads, values))
+    except _orjson.JSONDecodeError:
+        return [loads(cast(bytes, v)) for v in values]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -92,11 +92,14 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         self._idle: dict[str, Producer] = {}
         self._busy: dict[str, _Txn] = {}
         self._fenced_pools: set[str] = set()
+        # Pools whose fencing runs in the background since `recover`; the first use waits for it.
+        self._fencing: dict[str, Future[list[Producer]]] = {}
 
     def _prefix(self, ctx: TransactionContext) -> str:
         return self.prefix or default_transactional_id_prefix(ctx.job_id, ctx.operator_uid)
 
     def _producer(self, txn_id: str) -> Producer:
+        self._await_fencing(txn_id.rsplit("-", 1)[0])
         producer = self._idle.pop(txn_id, None)
         return producer or fenced_producer(self._producer_config(), txn_id, _TIMEOUT_S)
 
@@ -199,7 +202,13 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         producer.commit_transaction(_TIMEOUT_S)
 
     def _fence_pool(self, pool_prefix: str) -> None:
+        self._start_fencing(pool_prefix)
+        self._await_fencing(pool_prefix)
+
+    def _start_fencing(self, pool_prefix: str) -> None:
         self._fenced_pools.add(pool_prefix)
+        if pool_prefix in self._fencing:
+            return  # under way: fencing the ids again would only fence the producers it makes
         ids = [f"{pool_prefix}-{slot}" for slot in range(TRANSACTIONAL_ID_POOL)]
         for txn_id in ids:
             # Producers an earlier attempt of this process kept are fenced too: drop them.
@@ -209,8 +218,22 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         # All at once: each fence is a round trip to the transaction coordinator (and a wait while it
         # loads), so one after another they delayed every start of an exactly-once job by seconds.
         config = self._producer_config()
-        with ThreadPoolExecutor(len(ids), thread_name_prefix="sluice-kafka-fence") as pool:
-            producers = list(pool.map(lambda txn_id: fenced_producer(config, txn_id, _TIMEOUT_S), ids))
+
+        def fence_all() -> list[Producer]:
+            with ThreadPoolExecutor(len(ids), thread_name_prefix="sluice-kafka-fence") as pool:
+                return list(pool.map(lambda txn_id: fenced_producer(config, txn_id, _TIMEOUT_S), ids))
+
+        runner = ThreadPoolExecutor(1, thread_name_prefix="sluice-kafka-fencing")
+        self._fencing[pool_prefix] = runner.submit(fence_all)
+        runner.shutdown(wait=False)
+
+    def _await_fencing(self, pool_prefix: str) -> None:
+        """Waits for the pool's fencing, if one runs; raises what made it fail."""
+        fencing = self._fencing.pop(pool_prefix, None)
+        if fencing is None:
+            return
+        producers = fencing.result()
+        ids = [f"{pool_prefix}-{slot}" for slot in range(TRANSACTIONAL_ID_POOL)]
         # Slots 0 and 1 take turns while a checkpoint's transaction waits for its commit: keeping both
         # saves creating (and fencing again) slot 1's producer on the task's thread at the first
         # checkpoint. The other fenced producers are let go.
@@ -252,11 +275,13 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         self, ctx: TransactionContext, committed: list[KafkaCommittable], restored_checkpoint: int
     ) -> None:
         # Aborts what an earlier attempt of this subtask left open; a no-op on a fresh job's new ids.
+        # The fencing runs while the task starts its other operators: it took 130-670 ms per subtask
+        # (W5), during which the whole TaskManager waited. The first transaction waits for it (`begin`).
         pool = transactional_id(self._prefix(ctx), ctx.subtask_index, 0).rsplit("-", 1)[0]
         if pool in self._fenced_pools:
             self._fenced_pools.discard(pool)  # settling a restored committable of this subtask did it
         else:
-            self._fence_pool(pool)
+            self._start_fencing(pool)
         self._fenced_pools.discard(pool)
 
     def close(self) -> None:
@@ -265,6 +290,11 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         # worker) would otherwise keep them after the job. Idle producers have no transaction open:
         # closing them is quick. A busy one is only let go: closing it would abort its transaction,
         # a round trip that waits for the broker, and the restore's fencing settles it either way.
+        for pool in list(self._fencing):
+            try:
+                self._await_fencing(pool)
+            except Exception as err:  # it would have failed `begin`; nothing was written under it
+                log.warning("KafkaSink: fencing the transactional ids %s-* failed: %s", pool, err)
         idle, self._idle = self._idle, {}
         self._busy.clear()
         for producer in idle.values():
