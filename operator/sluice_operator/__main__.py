@@ -184,6 +184,10 @@ def main(
     if args.peering is not None:
         exact = tuple(args.namespace) if exact_namespaces(args.namespace) else ()
         RUNTIME.election = Election(args.peering, exact, bool(args.all_namespaces))
+    if not settings.scanning.disabled:
+        from sluice_operator.kube import _namespace_watch
+
+        _namespace_watch.install()
     kopf.run(
         settings=settings,
         clusterwide=args.all_namespaces,
