@@ -166,6 +166,7 @@ def test_at_least_once_fails_the_checkpoint_when_the_broker_refuses_a_record(
     kafka_broker.admin().incremental_alter_configs([resource])[resource].result(30)
     sink = KafkaSink(kafka_broker.bootstrap_servers, topic, delivery="at-least-once")
     assert isinstance(sink, KafkaAtLeastOnceSink)
+    before = _kafka_clients()
     writer = sink.create_writer(0, 1)
     try:
         writer.write([b"small"], None)
@@ -175,6 +176,8 @@ def test_at_least_once_fails_the_checkpoint_when_the_broker_refuses_a_record(
             writer.flush()
     finally:
         writer.close()
+    # Closed, not left to the garbage collector (its callbacks are the writer's methods: a cycle).
+    assert _kafka_clients() == before
     assert [v for _, _, v in kafka_broker.consume_all(topic)] == [b"small"]
 
 

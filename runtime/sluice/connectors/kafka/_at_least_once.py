@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from sluice.connectors.base import Sink, SinkWriter
 from sluice.connectors.kafka._common import check_format, encode, encode_key
+
+log = logging.getLogger(__name__)
 
 _TIMEOUT_S = 60.0
 Record = tuple[bytes | None, bytes | None, int | None]
@@ -99,4 +102,11 @@ class _AtLeastOnceWriter(SinkWriter):
             raise RuntimeError(f"KafkaSink: delivery to {self.sink.topic} failed: {self.errors[0]}")
 
     def close(self) -> None:
+        # The producer's callbacks are this writer's methods, a cycle only the garbage collector would
+        # break: until then a TaskManager thread of a longer-lived process (sluice.testing, a reused
+        # Spark Python worker) keeps its librdkafka threads and broker connections. Close it now.
         self.producer.flush(5)
+        try:
+            self.producer.close()
+        except Exception as err:  # a sink that ends must not fail its TaskManager's end
+            log.warning("KafkaSink: could not close a producer: %s", err)
