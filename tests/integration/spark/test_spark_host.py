@@ -24,6 +24,7 @@ from sluice.transport.handshake import CONTROL
 from sluice.transport.messages import TASKMANAGER_REPORTS, Register, Shutdown, decode_message, encode_message
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch
 from sluice.transport.wire import Wire
+from testkit.probe import descendants
 from testkit.spark import still_running
 
 pytestmark = pytest.mark.spark
@@ -222,7 +223,7 @@ def test_a_warm_up_task_starts_the_worker_daemon_before_the_first_taskmanager_st
     assert tracker.getJobInfo(warm_up).status == "SUCCEEDED"
     (stage_job,) = tracker.getJobIdsForGroup(host.job_group(0))
     assert warm_up < stage_job, "the warm-up job came first; the stage after it had ended"
-    daemons = [pid for pid in _descendants(os.getpid()) if b"sluice.hosts.spark._daemon" in _cmdline(pid)]
+    daemons = [pid for pid in descendants(os.getpid()) if b"sluice.hosts.spark._daemon" in _cmdline(pid)]
     assert daemons, "PySpark's worker daemon (Sluice's, with the TaskManager imported) runs"
 
 
@@ -232,21 +233,3 @@ def _cmdline(pid: int) -> bytes:
             return cmdline.read()
     except OSError:
         return b""
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
