@@ -22,8 +22,13 @@ from e2e._operator import (
     scrape,
 )
 from e2e._storage import E2EStorage
-from testkit.kube import KubeEnv
+from testkit.kube import KubeCommandError, KubeEnv
 from testkit.kubelet import ProcessKubelet
+
+_NODE_CONDITIONS = (
+    "jsonpath={range .items[*]}{.metadata.name}: {range .status.conditions[*]}{.type}={.status} {end}"
+    "taints={.spec.taints}{'\\n'}{end}"
+)
 
 
 @dataclass
@@ -52,6 +57,14 @@ class ChartOperator:
         )
 
     def start(self, timeout: float = 180.0) -> None:
+        try:
+            self._install_or_scale_up(timeout)
+        except KubeCommandError as error:
+            # A CI run shows only the test's output: what the pods were doing is the only clue to why
+            # the operator never became ready (image, admission, crash, probe).
+            raise RuntimeError(f"{error}\n{self.diagnostics()}") from error
+
+    def _install_or_scale_up(self, timeout: float) -> None:
         installed = self.kube.helm("status", self.release, namespace=self.namespace, check=False)
         if installed.returncode != 0:
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as values:
@@ -79,6 +92,22 @@ class ChartOperator:
             namespace=self.namespace,
             timeout=timeout + 10,
         )
+
+    def diagnostics(self) -> str:
+        """The namespace's pods, their descriptions and events, and the operator's logs (also the
+        previous container's): what a failed start leaves to read."""
+        parts = []
+        for title, args in (
+            ("nodes", ("get", "nodes", "-o", _NODE_CONDITIONS)),
+            ("pods", ("get", "pods", "-o", "wide")),
+            ("pod descriptions", ("describe", "pods")),
+            ("events", ("get", "events", "--sort-by=.lastTimestamp")),
+            ("operator log", ("logs", "-l", "app.kubernetes.io/name=sluice-operator", "--tail=60")),
+            ("previous operator log", ("logs", "-l", "app.kubernetes.io/name=sluice-operator", "--previous")),
+        ):
+            result = self.kube.kubectl(*args, namespace=self.namespace, check=False)
+            parts.append(f"--- {title} in {self.namespace}:\n{(result.stdout or result.stderr).strip()}")
+        return "\n".join(parts)
 
     def ensure_started(self) -> None:
         self.start()

@@ -11,11 +11,18 @@ joins it to the namespace. No address outside this machine is ever used.
 
 The cluster stays up for the whole session and is taken down at its end, unless it was already up
 when the session began (`scripts/k8s-cluster.sh up` by hand): then it is left as found.
+
+The node is one per machine (its state directory, network namespace and addresses are fixed), so a
+session holds a lease on it, an exclusive lock, from before `up` until after `down`. A second test run
+on the machine (another clone, or a run left going while CI starts) waits for it: without the lease the
+first run's `down` took the node away under the second one's tests, and every one of them failed with
+an operator that never became ready.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import time
@@ -93,6 +100,47 @@ def _start_s3(node_netns: str, log: Path) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"the S3 server in the node's network namespace did not start:\n{log.read_text()}")
 
 
+LEASE_WAIT_S = 3600.0
+"""How long a session waits for another to give the node back: longer than the real-node tests of a
+whole run take."""
+
+
+def lease_path() -> Path:
+    """The lock file beside the cluster's state directory: `down` removes the directory, not this."""
+    state = Path(os.environ.get("SLUICE_CLUSTER_DIR", "/var/lib/sluice-cluster"))
+    return state.with_name(state.name + ".lease")
+
+
+@contextlib.contextmanager
+def node_lease(path: Path, wait_s: float = LEASE_WAIT_S, poll_s: float = 2.0) -> Iterator[None]:
+    """Holds the machine's real node for this process: waits while another holds it, says who, and
+    fails after `wait_s` with what to do. The kernel drops the lock when its holder dies, killed or not."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "unknown"
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(
+                        f"the real node is still in use by another test run ({holder}) after {wait_s:.0f} s; "
+                        f"let it finish or stop it (its lock: {path})"
+                    ) from None
+                if not told:
+                    print(f"waiting for the real node: another test run holds it ({holder})", flush=True)
+                    told = True
+                time.sleep(poll_s)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} in {os.getcwd()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # also releases the lock
+
+
 @pytest.fixture(scope="session")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     if os.geteuid() != 0:
@@ -100,6 +148,11 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
             "the real-node tests need root (a network namespace, containerd, mounts, cgroups); "
             "run them as root, or deselect them with -k 'not real_node'"
         )
+    with node_lease(lease_path()):
+        yield from _real_node(tmp_path_factory)
+
+
+def _real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     started = time.monotonic()
     was_up = subprocess.run([str(CLUSTER_SCRIPT), "status"], check=False).returncode == 0
     kubeconfig = Path(_run([str(CLUSTER_SCRIPT), "up"], "scripts/k8s-cluster.sh up", timeout=3600))
