@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 from sluice.hosts.spark._class_data import archive_path, java_options
@@ -44,3 +46,34 @@ def test_a_cache_directory_others_can_write_to_is_not_used(tmp_path: Path) -> No
     archive = archive_path(cache, "4.3.0", str(tmp_path), os.path.realpath(JAVA or ""))
     archive.write_bytes(b"planted")
     assert java_options("4.3.0", str(tmp_path), env) == []
+
+
+def test_only_the_most_recently_used_archives_and_no_abandoned_dumps_are_kept(tmp_path: Path) -> None:
+    # Each clone's venv is a Spark home of its own: without this a machine gains 100 MB per clone.
+    env = {"SLUICE_CACHE_DIR": str(tmp_path), "PATH": str(Path(JAVA or "").parent)}
+    current = archive_path(tmp_path, "4.3.0", str(tmp_path), os.path.realpath(JAVA or ""))
+    current.write_bytes(b"current")
+    os.utime(current, (1, 1))  # the oldest of all, yet in use
+    others = [tmp_path / f"spark-4.3.0-{n:016x}.jsa" for n in range(12)]
+    for age, other in enumerate(others):
+        other.write_bytes(b"other")
+        os.utime(other, (time.time() - 1000 * (age + 1),) * 2)
+    day_old = time.time() - 2 * 86400
+    abandoned = tmp_path / f"{others[0].name}.123-456.tmp"
+    fresh = tmp_path / f"{others[1].name}.124-457.tmp"
+    writing = tmp_path / f"{others[2].name}.125-458.tmp"
+    for dump in (abandoned, fresh, writing):
+        dump.write_bytes(b"dump")
+    os.utime(abandoned, (day_old, day_old))
+    os.utime(writing, (day_old, day_old))
+    jvm = subprocess.Popen(["sh", "-c", "sleep 30", str(writing)])  # a JVM still dumping there
+    try:
+        assert java_options("4.3.0", str(tmp_path), env) == [f"-XX:SharedArchiveFile={current}"]
+    finally:
+        jvm.kill()
+        jvm.wait()
+    kept = sorted(p.name for p in tmp_path.glob("spark-*.jsa"))
+    assert kept == sorted([current.name] + [o.name for o in others[:7]])
+    assert current.stat().st_mtime > time.time() - 60  # marked as used
+    assert not abandoned.exists()
+    assert fresh.exists() and writing.exists()

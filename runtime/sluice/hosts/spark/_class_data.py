@@ -9,13 +9,17 @@ JVM (with a note in Spark's log), so a stale archive costs speed, never correctn
 
 The archive lives in `$SLUICE_CACHE_DIR` (default `~/.cache/sluice`), one per Spark version, Spark home,
 Java binary and extra driver class path (on Kubernetes the driver also loads Sluice's feature-step jar,
-and an archive is only valid for the class path it was dumped with). `SLUICE_CACHE_DIR=off` disables
+and an archive is only valid for the class path it was dumped with). Every virtual environment is a
+Spark home of its own, so each new clone or venv adds an archive of about 100 MB: the directory keeps
+the `_KEEP` most recently used ones and removes the rest, and dumps that no JVM finished or that were
+left for a day. `SLUICE_CACHE_DIR=off` disables
 it; an unwritable cache directory does too, and so does one that someone else could write to (another
 owner, group- or world-writable, a symbolic link: see `_private_dirs.py`), with a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -30,6 +34,10 @@ log = logging.getLogger(__name__)
 
 # Without /proc to tell whether the dumping JVM still runs: a dump younger than this may be unfinished.
 _SETTLED_S = 60.0
+# Archives kept: a machine's few live environments (each with a local and a Kubernetes class path).
+_KEEP = 8
+# A dump of another archive that no start adopted within this long belongs to an environment gone.
+_ABANDONED_S = 86400.0
 
 
 def cache_dir(env: Mapping[str, str]) -> Path | None:
@@ -81,7 +89,10 @@ def java_options(
         return []
     archive = archive_path(directory, spark_version, spark_home, java, extra_class_path)
     _adopt_settled_dumps(archive)
+    _remove_unused(directory, archive)
     if archive.exists():
+        with contextlib.suppress(OSError):
+            os.utime(archive)  # its modification time is when it was last used: _remove_unused keeps it
         return [f"-XX:SharedArchiveFile={archive}"]
     try:
         probe = directory / f".probe-{os.getpid()}"
@@ -109,6 +120,33 @@ def _adopt_settled_dumps(archive: Path) -> None:
                 dump.unlink()
         except OSError:
             continue  # another start adopted or removed it
+
+
+def _remove_unused(directory: Path, archive: Path) -> None:
+    """Keeps the `_KEEP` most recently used archives besides `archive`, and no abandoned dumps. A JVM
+    that maps a removed archive keeps its mapping; the next start of that environment dumps anew."""
+    archives: list[tuple[float, Path]] = []
+    for other in directory.glob("spark-*.jsa"):
+        with contextlib.suppress(OSError):
+            if other != archive:
+                archives.append((other.stat().st_mtime, other))
+    archives.sort(reverse=True)
+    for _, old in archives[_KEEP - 1 :]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+    now = time.time()
+    abandoned = []
+    for dump in directory.glob("spark-*.jsa.*.tmp"):
+        with contextlib.suppress(OSError):
+            if not dump.name.startswith(archive.name + ".") and now - dump.stat().st_mtime > _ABANDONED_S:
+                abandoned.append(dump)
+    if not abandoned:
+        return
+    writing = _paths_in_running_commands(abandoned) or set()
+    for dump in abandoned:
+        if dump not in writing:
+            with contextlib.suppress(OSError):
+                dump.unlink()
 
 
 def _paths_in_running_commands(paths: list[Path]) -> set[Path] | None:
