@@ -283,18 +283,28 @@ def _run_in_child(workdir: Path, cores: int, settings: dict[str, str], warmup: b
 # --- the parent side -----------------------------------------------------------------------------------
 
 
-def _read_windows(output_dir: Path) -> dict[tuple[int, int], tuple[int, int]]:
-    import pyarrow.dataset as ds  # type: ignore[import-untyped]
+def committed_files(output_dir: Path) -> list[str]:
+    """The files a parquet sink committed, each once: only those its commit log names are output.
 
-    # Only the files the sink's commit log names are part of the output; read them through that log.
+    The log has an entry per batch (`N`), and every tenth is a compaction (`N.compact`) that lists every
+    file committed up to it again, while the batches' own entries may still be there: a file named
+    twice is one file. (W7's pairs were counted 2.4 times over at 21 micro-batches before this.)
+    """
     log_dir = output_dir / "_spark_metadata"
-    files: list[str] = []
+    files: dict[str, None] = {}
     # Batch entries are named by batch id (``N`` or ``N.compact``); hidden ``.N.crc`` files are checksums.
     entries = [p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()]
     for entry in sorted(entries, key=lambda p: int(p.name.split(".")[0])):
         for line in entry.read_text().splitlines()[1:]:  # first line is the log format version
             path = json.loads(line)["path"]
-            files.append(path.removeprefix("file://").removeprefix("file:"))
+            files[path.removeprefix("file://").removeprefix("file:")] = None
+    return list(files)
+
+
+def _read_windows(output_dir: Path) -> dict[tuple[int, int], tuple[int, int]]:
+    import pyarrow.dataset as ds  # type: ignore[import-untyped]
+
+    files = committed_files(output_dir)
     if not files:
         return {}
     table = ds.dataset(files, format="parquet").to_table().to_pydict()

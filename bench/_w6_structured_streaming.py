@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _structured_streaming import run_child, spark_settings, tree_cpu_seconds
+from _structured_streaming import committed_files, run_child, spark_settings, tree_cpu_seconds
 from _w6_events import BLOCK, GAP_MS, w6_event
 
 
@@ -90,12 +90,7 @@ def _query(workdir: Path, cores: int) -> dict[str, Any]:
 def read_sessions(output_dir: Path) -> dict[tuple[int, int], tuple[int, int, int]]:
     import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
-    files: list[str] = []
-    log_dir = output_dir / "_spark_metadata"
-    entries = [p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()]
-    for entry in sorted(entries, key=lambda p: int(p.name.split(".")[0])):
-        for line in entry.read_text().splitlines()[1:]:
-            files.append(json.loads(line)["path"].removeprefix("file://").removeprefix("file:"))
+    files = committed_files(output_dir)
     if not files:
         return {}
     t = ds.dataset(files, format="parquet").to_table().to_pydict()

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _structured_streaming import run_child, spark_settings, tree_cpu_seconds
+from _structured_streaming import committed_files, run_child, spark_settings, tree_cpu_seconds
 from _w7_events import BOUND_MS, w7_event
 
 FILE_EVENTS = 50_000
@@ -122,12 +122,7 @@ def read_pairs(output_dir: Path, n: int) -> tuple[int, int]:
     """(number of pairs, checksum as bench/_w7_events.reference_pairs) of the committed output."""
     import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
-    files: list[str] = []
-    log_dir = output_dir / "_spark_metadata"
-    entries = [p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()]
-    for entry in sorted(entries, key=lambda p: int(p.name.split(".")[0])):
-        for line in entry.read_text().splitlines()[1:]:
-            files.append(json.loads(line)["path"].removeprefix("file://").removeprefix("file:"))
+    files = committed_files(output_dir)
     if not files:
         return 0, 0
     t = ds.dataset(files, format="parquet").to_table()
