@@ -11,7 +11,8 @@
 #
 # What runs: etcd, kube-apiserver (Pod Security admission on, as by default), kube-controller-manager,
 # kube-scheduler, containerd with runc, a kubelet, the CNI plugins bridge/host-local/portmap/loopback,
-# kube-proxy, CoreDNS and kube-router's NetworkPolicy firewall, all as processes of this machine (root).
+# kube-proxy, CoreDNS and kube-router's NetworkPolicy firewall, all as processes of this machine (root),
+# each under scripts/lib/supervise.sh, which starts it again when it exits (systemd's Restart=always).
 #
 # Isolation: every one of them runs inside a network namespace of its own, $SLUICE_CLUSTER_NETNS
 # (default sluice-node), so their ports, iptables rules, bridge and pods live there, not in this
@@ -185,8 +186,11 @@ start() { # NAME COMMAND...: runs COMMAND in the node's network namespace, detac
     if running "$name"; then
         return 0
     fi
+    # Under a supervisor that starts it again when it exits, as a node's service manager would
+    # (scripts/lib/supervise.sh); pids/NAME is the supervisor's, pids/NAME.child the component's.
     # Not holding the lock of `up` (fd 9): a daemon would keep it for its whole life.
-    setsid nsenter --net="/run/netns/$netns" -- "$@" >>"$state/logs/$name.log" 2>&1 </dev/null 9>&- &
+    setsid nsenter --net="/run/netns/$netns" -- "$repo/scripts/lib/supervise.sh" "$name" \
+        "$state/pids/$name.child" "$@" >>"$state/logs/$name.log" 2>&1 </dev/null 9>&- &
     echo $! >"$state/pids/$name"
 }
 
@@ -490,13 +494,15 @@ up() {
 # --- down ----------------------------------------------------------------------------------------------
 
 stop_component() { # NAME: SIGTERM, and SIGKILL if it is still there 10 s later
-    local name=$1 pid
+    local name=$1 pid child
     [[ -f $state/pids/$name ]] || return 0
     pid=$(cat "$state/pids/$name")
+    # The supervisor passes SIGTERM on to the component, waits for it and exits without a new start.
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$state/pids/$name"
+    child=$(cat "$state/pids/$name.child" 2>/dev/null || true)
+    kill -9 "$pid" ${child:+"$child"} 2>/dev/null || true
+    rm -f "$state/pids/$name" "$state/pids/$name.child"
 }
 
 stop_all() {

@@ -99,6 +99,7 @@ class ChartOperator:
         parts = []
         for title, args in (
             ("nodes", ("get", "nodes", "-o", _NODE_CONDITIONS)),
+            ("deployments and replica sets", ("get", "deployments,replicasets", "-o", "wide")),
             ("pods", ("get", "pods", "-o", "wide")),
             ("pod descriptions", ("describe", "pods")),
             ("events", ("get", "events", "--sort-by=.lastTimestamp")),
