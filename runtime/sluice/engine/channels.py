@@ -82,7 +82,8 @@ class InputChannel:
 
 
 class InputGate:
-    """All input channels of one subtask; hands out events round-robin from channels not blocked."""
+    """All input channels of one subtask; hands out events round-robin from channels not blocked: one
+    event per channel with events in turn, as Flink's input gate serves its channels with data."""
 
     def __init__(self, channels: list[InputChannel], sizer: QueueSizer | None = None) -> None:
         self.channels = channels
@@ -105,8 +106,11 @@ class InputGate:
                 continue
             event = channels[i].poll()
             if event is not None:
-                # Stay on this channel: consecutive batches of one channel are cheapest to process.
-                self._next = i
+                # The next poll starts at the next channel: a channel whose sender refills it as fast
+                # as it is read would otherwise be served alone, starving the others. A two-input
+                # operator then sees one input run ahead; its watermark (the minimum) waits for the
+                # starved one, and an interval join buffers, scans and checkpoints the whole lead.
+                self._next = i + 1 if i + 1 < count else 0
                 capacity = self._sizer.consumed(count - len(self.closed))
                 if capacity is not None:
                     for channel in channels:
