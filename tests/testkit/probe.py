@@ -62,6 +62,16 @@ def listening_sockets(pid: int) -> set[tuple[str, int]]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process; a zombie, ended but not yet reaped by its parent, is not."""
+    try:
+        os.kill(pid, 0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def descendants(pid: int) -> set[int]:
     """`pid` and every process below it (a container's process tree, where there is no PID namespace)."""
     children: dict[int, list[int]] = {}

@@ -14,6 +14,7 @@ import pytest
 
 from testkit.kube import KubeEnv
 from testkit.kubelet import ENTRYPOINT_SCRIPT, SHELL_IMAGE, ProcessKubelet
+from testkit.probe import running
 
 pytestmark = pytest.mark.kube
 
@@ -278,16 +279,6 @@ def _read_when_listening(host: str, port: int, timeout: float = 30) -> str:
             time.sleep(0.2)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes; the kubelet reaps its children.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split(") ")[-1][0] != "Z"
-
-
 def _pid(pod: Pod) -> int:
     return int(_main_status(pod)["containerID"].removeprefix("process://"))
 
@@ -299,12 +290,12 @@ def test_deleting_a_running_pod_terminates_its_process(
     _create(kube_env, kube_namespace, _pod("sleeper", script))
     pod = _wait_pod(kube_env, kube_namespace, "sleeper", _phase("Running"))
     pid = _pid(pod)
-    assert _alive(pid)
+    assert running(pid)
 
     kube_env.kubectl("delete", "pod", "sleeper", "--timeout=60s", namespace=kube_namespace)
 
     assert kube_env.kubectl("get", "pod", "sleeper", namespace=kube_namespace, check=False).returncode != 0
-    assert not _alive(pid)
+    assert not running(pid)
     assert "terminating" in kubelet.container_log(kube_namespace, "sleeper", "main")
 
 
@@ -322,7 +313,7 @@ def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(
     kube_env.kubectl("delete", "pod", "stubborn", "--timeout=60s", namespace=kube_namespace)
     took = time.monotonic() - started
 
-    assert not _alive(pid)
+    assert not running(pid)
     assert 2 <= took < 20
 
 

@@ -6,7 +6,6 @@ nothing started it again: no Deployment of that session's real-node tests ever g
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from testkit.kube import REPO_ROOT
+from testkit.probe import running
 
 SUPERVISE = REPO_ROOT / "scripts" / "lib" / "supervise.sh"
 
@@ -28,15 +28,6 @@ def _wait_for(what: str, check: Callable[[], object], timeout: float = 10.0) -> 
     while not check():
         assert time.monotonic() < deadline, f"{what} within {timeout} s"
         time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is gone for our purposes: its parent (the supervisor) just has not reaped it yet.
-    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
 
 
 def test_a_component_that_exits_is_started_again_and_sigterm_ends_both(tmp_path: Path) -> None:
@@ -56,12 +47,12 @@ def test_a_component_that_exits_is_started_again_and_sigterm_ends_both(tmp_path:
         )
         _wait_for("its pid written", lambda: child_file.exists() and child_file.read_text().strip())
         child = int(child_file.read_text())
-        _wait_for("the second start running", lambda: _alive(child))
+        _wait_for("the second start running", lambda: running(child))
         assert "supervise: flaky exited with status 3; starting it again in 1s" in log.read_text()
 
         supervisor.send_signal(signal.SIGTERM)
         assert supervisor.wait(timeout=10) == 0
-        _wait_for("the component gone with its supervisor", lambda: not _alive(child))
+        _wait_for("the component gone with its supervisor", lambda: not running(child))
         assert not child_file.exists()
         assert (tmp_path / "starts").read_text() == "2\n", "started again after SIGTERM"
     finally:
