@@ -225,6 +225,20 @@ def test_local_master_settings_stay_on_loopback_and_keep_user_java_options() -> 
     assert settings["spark.ui.enabled"] == "false" and settings["spark.python.worker.reuse"] == "false"
 
 
+def test_executor_jvms_on_a_cluster_start_lean_and_keep_the_users_options() -> None:
+    settings = spark_settings(
+        1,
+        "k8s://https://10.96.0.1:443",
+        "sluice orders",
+        {"spark.executor.extraJavaOptions": "-Dfoo=1"},
+        cluster=kubernetes_conf(pod(), taskmanagers=1),
+    )
+    options = settings["spark.executor.extraJavaOptions"].split()
+    assert options[:2] == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"] and options[-1] == "-Dfoo=1"
+    # A local master's executor is the driver's JVM: nothing to set.
+    assert "spark.executor.extraJavaOptions" not in spark_settings(2, "local[2]", "sluice x")
+
+
 @pytest.mark.parametrize(("master", "ok"), [("local[4]", True), ("local[4,2]", True), ("local[1]", False)])
 def test_local_master_needs_a_slot_per_taskmanager(master: str, ok: bool) -> None:
     if ok:

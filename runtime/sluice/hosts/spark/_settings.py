@@ -74,12 +74,17 @@ STARTUP_SETTINGS: dict[str, str] = {
 # threads on small machines. Measured on 2 cores, JVM and SparkContext ready: 3.9-5.5 s with Spark's
 # defaults, 3.6 s with these flags, 1.6-1.7 s with these and the class-data archive (_class_data.py).
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# An executor's JVM does even less: it fetches one task per attempt, starts PySpark's worker daemon and
+# sends heartbeats; records never pass through it. The same flags cut the CPU an executor pod burns
+# starting up (bench/README.md, "Executor JVMs"). Local masters have no executor JVM of their own.
+EXECUTOR_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 # Settings that hold lists: a user's value is added to Sluice's (separator given), not put in its place,
 # so that --spark-conf can add JVM flags, a feature step or a class path entry without losing Sluice's
 # (the quick-start flags and log configuration, the pod naming step and its jar).
 LIST_SETTINGS: dict[str, str] = {
     "spark.driver.extraJavaOptions": " ",
+    "spark.executor.extraJavaOptions": " ",
     "spark.kubernetes.executor.pod.featureSteps": ",",
     "spark.driver.extraClassPath": os.pathsep,
 }
@@ -143,6 +148,8 @@ def spark_settings(
     if log4j_file is not None:
         java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_file}")
     settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    if not is_local(master):
+        settings["spark.executor.extraJavaOptions"] = EXECUTOR_JAVA_OPTIONS
     user = dict(overrides or {})
     for key, separator in LIST_SETTINGS.items():
         if key in user and settings.get(key):
