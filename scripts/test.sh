@@ -71,7 +71,8 @@ tier() {
     children_cpu
     read -r cpu_before <"$reports/cpu"
     echo "== pytest $name (-n $workers)" >&2
-    .venv/bin/pytest "$path" -p no:cacheprovider -n "$workers" --dist loadgroup --durations=30 \
+    SLUICE_TEST_TIMELINE="$reports/$name.timeline" \
+        .venv/bin/pytest "$path" -p no:cacheprovider -n "$workers" --dist loadgroup --durations=30 \
         --junitxml="$reports/$name.xml" "${@:4}" || code=$?
     if [ "$code" -eq 5 ] && [ $# -gt 3 ]; then
         code=0  # the caller's own selection (-k, -m) left nothing of this tier to run
@@ -82,6 +83,9 @@ tier() {
     cpu=$(( cpu - cpu_before ))
     echo "test.sh: $name tier took ${wall}s (pytest exit code $code), CPU ${cpu}s:" \
         "$(( 100 * cpu / ( (wall > 0 ? wall : 1) * $(nproc) ) ))% of $(nproc) cores" >&2
+    if [ -s "$reports/$name.timeline" ]; then
+        echo "test.sh: $name tier's workers: $(.venv/bin/python scripts/_slowest.py --workers "$reports/$name.timeline")" >&2
+    fi
     if [ "$status" -eq 0 ] && [ "$code" -ne 0 ]; then
         status=$code
     fi

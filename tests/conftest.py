@@ -15,6 +15,7 @@ from testkit.kafka import kafka_broker  # noqa: F401
 from testkit.kube import kube_env, kube_namespace, process_kubelet  # noqa: F401
 from testkit.postgres import postgres_db, postgres_server  # noqa: F401
 from testkit.s3 import s3_bucket, s3_server  # noqa: F401
+from testkit.timeline import pytest_runtest_protocol  # noqa: F401
 
 # Under `pytest -n N --dist loadgroup` (scripts/test.sh with SLUICE_TEST_INTEGRATION_WORKERS=N) each
 # worker starts the session services its tests use. The expensive ones are shared by keeping every test
