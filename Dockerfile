@@ -61,6 +61,8 @@ COPY scripts/build-jvm.sh ./scripts/build-jvm.sh
 RUN SLUICE_VENV_PYTHON=/opt/sluice/.venv/bin/python scripts/build-jvm.sh
 
 # Sluice itself installed into the venv (not editable: the venv alone runs it), the jar among its files.
+# Built from these sources every time this step runs: uv's cache keys a local project's wheel on its
+# pyproject.toml alone, so a checkout whose pyproject.toml kept its mtime got a wheel of older sources.
 # Its installed files (as its RECORD lists them, with their bytecode) are gathered under /opt/project, so
 # that the final image takes them as a small layer of their own: a code change leaves the dependencies'
 # layer, most of the image, as it was.
@@ -70,7 +72,8 @@ COPY --from=jvm /opt/sluice/runtime/sluice/hosts/spark/_jvm/sluice-spark-kuberne
 COPY operator ./operator
 RUN --mount=type=secret,id=ca-bundle --mount=type=cache,target=/root/.cache/uv,sharing=locked \
     . /usr/local/share/sluice/build-ca-env.sh \
- && uv sync --frozen --no-dev --no-editable --extra operator --extra s3 --extra postgres --extra tls --extra kafka \
+ && uv sync --frozen --no-dev --no-editable --reinstall-package sluice \
+        --extra operator --extra s3 --extra postgres --extra tls --extra kafka \
  && site=/opt/sluice/.venv/lib/python3.11/site-packages \
  && installed=$(cut -d, -f1 "$site"/sluice-*.dist-info/RECORD) \
  && mkdir /opt/project \
@@ -93,6 +96,13 @@ ENV PATH=/opt/sluice/.venv/bin:$PATH \
     SLUICE_PYTHON=/opt/sluice/.venv/bin/python \
     PYSPARK_PYTHON=/opt/sluice/.venv/bin/python \
     SPARK_HOME=/opt/sluice/.venv/lib/python3.11/site-packages/pyspark
+
+# The Kubernetes driver's class-data archive, dumped once here and checked by a JVM that maps it
+# (runtime/sluice/hosts/spark/_class_data_image.py): a coordinator pod's HOME dies with the pod, so a
+# driver could never reuse an archive of its own, and every coordinator would start its JVM cold.
+ENV SLUICE_CLASS_DATA_DIR=/opt/sluice/class-data
+RUN /opt/sluice/.venv/bin/python -m sluice.hosts.spark._class_data_image "$SLUICE_CLASS_DATA_DIR" \
+ && rm -rf /tmp/* /root/.cache
 
 # Non-root, with group 0 so that clusters running pods under an arbitrary UID can still write HOME.
 # Pods run with a read-only root file system: the operator mounts emptyDirs at HOME and /tmp (and at

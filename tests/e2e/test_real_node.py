@@ -153,6 +153,20 @@ def test_network_policies_dashboard_port_forward_and_drain_on_a_real_node(
     e2e.apply(yaml.safe_dump(manifest))
     e2e.wait_running_with_checkpoint(name, timeout=420)
 
+    # The coordinator's driver JVM maps the class-data archive the image ships: a pod's HOME dies with
+    # the pod, so without it every coordinator would start its JVM cold.
+    mapped = e2e.kubectl(
+        "exec",
+        f"{name}-coordinator",
+        "--",
+        "sh",
+        "-c",
+        "grep -h /opt/sluice/class-data/ /proc/[0-9]*/maps || true",
+    ).stdout
+    assert ".jsa" in mapped, (
+        f"no process of the coordinator pod maps an archive of /opt/sluice/class-data/: {mapped!r}"
+    )
+
     # The job's NetworkPolicy, enforced by the node's firewall (kube-router, which rejects: "refused";
     # a dropping one gives "timeout"). A pod with the job's label reaches the Spark driver's port (so
     # the coordinator listens there, and a refusal below is the firewall's) but not the REST port,

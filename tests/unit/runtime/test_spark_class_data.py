@@ -8,7 +8,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from sluice.hosts.spark._class_data import archive_path, java_options
+import pytest
+
+from sluice.hosts.spark._class_data import SHIPPED_DIR_ENV, archive_path, java_options
 
 JAVA = shutil.which("java")  # scripts/install-system-deps.sh provides it; the archive names include it
 
@@ -77,3 +79,59 @@ def test_only_the_most_recently_used_archives_and_no_abandoned_dumps_are_kept(tm
     assert current.stat().st_mtime > time.time() - 60  # marked as used
     assert not abandoned.exists()
     assert fresh.exists() and writing.exists()
+
+
+@pytest.fixture(scope="module")
+def whole_dump(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A real dynamic archive, of the classes `java -version` loads (a second or so)."""
+    assert JAVA is not None
+    path = tmp_path_factory.mktemp("dump") / "version.jsa"
+    subprocess.run([JAVA, f"-XX:ArchiveClassesAtExit={path}", "-version"], check=True, capture_output=True)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_dump_cut_short_is_removed_not_adopted(tmp_path: Path, whole_dump: bytes, whole: bool) -> None:
+    # A JVM that maps an archive cut short (its dumping JVM was killed) dies of SIGBUS at start: adopted,
+    # it would keep every later driver from starting.
+    env = {"SLUICE_CACHE_DIR": str(tmp_path), "PATH": str(Path(JAVA or "").parent)}
+    archive = archive_path(tmp_path, "4.3.0", str(tmp_path), os.path.realpath(JAVA or ""))
+    dump = tmp_path / f"{archive.name}.99999-1.tmp"
+    dump.write_bytes(whole_dump if whole else whole_dump[: len(whole_dump) // 2])
+    options = java_options("4.3.0", str(tmp_path), env)
+    assert not dump.exists()
+    if whole:
+        assert options == [f"-XX:SharedArchiveFile={archive}"]
+        assert archive.read_bytes() == whole_dump
+    else:
+        assert not archive.exists()
+        assert options[0].startswith("-XX:ArchiveClassesAtExit=")  # dumps anew
+
+
+def test_an_archive_the_image_ships_is_mapped_and_nothing_is_dumped(tmp_path: Path) -> None:
+    shipped, cache = tmp_path / "shipped", tmp_path / "cache"
+    shipped.mkdir(mode=0o755)
+    java = os.path.realpath(JAVA or "")
+    archive = archive_path(shipped, "4.3.0", str(tmp_path), java, "/x.jar")
+    archive.write_bytes(b"archive")
+    os.chmod(archive, 0o444)
+    env = {"SLUICE_CACHE_DIR": str(cache), SHIPPED_DIR_ENV: str(shipped), "PATH": str(Path(java).parent)}
+    assert java_options("4.3.0", str(tmp_path), env, extra_class_path="/x.jar") == [
+        f"-XX:SharedArchiveFile={archive}"
+    ]
+    assert not cache.exists()  # nothing dumped, not even the cache made
+    # Another class path has no shipped archive: the cache as before.
+    assert java_options("4.3.0", str(tmp_path), env)[0].startswith("-XX:ArchiveClassesAtExit=")
+
+
+@pytest.mark.parametrize("loose", ["directory", "archive"])
+def test_a_shipped_archive_others_can_write_to_is_not_mapped(tmp_path: Path, loose: str) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir(mode=0o755)
+    java = os.path.realpath(JAVA or "")
+    archive = archive_path(shipped, "4.3.0", str(tmp_path), java)
+    archive.write_bytes(b"planted?")
+    os.chmod(archive, 0o444)
+    os.chmod(shipped if loose == "directory" else archive, 0o777 if loose == "directory" else 0o666)
+    env = {"SLUICE_CACHE_DIR": "off", SHIPPED_DIR_ENV: str(shipped), "PATH": str(Path(java).parent)}
+    assert java_options("4.3.0", str(tmp_path), env) == []

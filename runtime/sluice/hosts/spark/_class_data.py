@@ -15,6 +15,12 @@ the `_KEEP` most recently used ones and removes the rest, and dumps that no JVM 
 left for a day. `SLUICE_CACHE_DIR=off` disables
 it; an unwritable cache directory does too, and so does one that someone else could write to (another
 owner, group- or world-writable, a symbolic link: see `_private_dirs.py`), with a warning.
+
+A pod's HOME is an emptyDir that dies with the pod, so on Kubernetes every coordinator would start cold
+and dump for nothing. The image ships an archive instead, dumped when it was built
+(`_class_data_image.py`), in the read-only directory `$SLUICE_CLASS_DATA_DIR` names; an archive found
+there for this JVM, Spark and class path is used as it is and nothing is dumped. Such a directory must
+be this user's or root's and writable by nobody else, as the JVM's own files are.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import hashlib
 import logging
 import os
 import shutil
+import stat
+import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +40,11 @@ from sluice._private_dirs import PrivateDirectoryError, private_directory
 
 log = logging.getLogger(__name__)
 
+# Part of every archive's name: archives adopted before dumps were tried out first (see
+# adopt_settled_dumps) may be cut short, so they are not used (and go as unused ones do).
+_FORMAT = "tried"
+# A read-only directory of archives dumped ahead of time (the image's): used, never written.
+SHIPPED_DIR_ENV = "SLUICE_CLASS_DATA_DIR"
 # Without /proc to tell whether the dumping JVM still runs: a dump younger than this may be unfinished.
 _SETTLED_S = 60.0
 # Archives kept: a machine's few live environments (each with a local and a Kubernetes class path).
@@ -50,7 +63,7 @@ def cache_dir(env: Mapping[str, str]) -> Path | None:
     return Path(base) / "sluice"
 
 
-def _java(env: Mapping[str, str]) -> str | None:
+def java_binary(env: Mapping[str, str]) -> str | None:
     # The JVM spark-submit runs: $JAVA_HOME/bin/java, else `java` on the PATH.
     home = env.get("JAVA_HOME")
     found = os.path.join(home, "bin", "java") if home else shutil.which("java")
@@ -61,7 +74,14 @@ def archive_path(
     directory: Path, spark_version: str, spark_home: str, java: str, extra_class_path: str = ""
 ) -> Path:
     identity = "\0".join(
-        [spark_version, os.path.realpath(spark_home), java, str(os.stat(java).st_mtime_ns), extra_class_path]
+        [
+            _FORMAT,
+            spark_version,
+            os.path.realpath(spark_home),
+            java,
+            str(os.stat(java).st_mtime_ns),
+            extra_class_path,
+        ]
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return directory / f"spark-{spark_version}-{digest}.jsa"
@@ -75,8 +95,13 @@ def java_options(
 ) -> list[str]:
     """JVM options that use the archive, or that write it when this JVM exits; [] when unavailable."""
     env = os.environ if env is None else env
-    directory, java = cache_dir(env), _java(env)
-    if directory is None or java is None:
+    directory, java = cache_dir(env), java_binary(env)
+    if java is None:
+        return []
+    shipped = _shipped_archive(env, spark_version, spark_home, java, extra_class_path)
+    if shipped is not None:
+        return [f"-XX:SharedArchiveFile={shipped}"]
+    if directory is None:
         return []
     try:
         # The JVM trusts the archive it maps as it trusts its own jars: only this user may have put it
@@ -88,7 +113,7 @@ def java_options(
     except OSError:
         return []
     archive = archive_path(directory, spark_version, spark_home, java, extra_class_path)
-    _adopt_settled_dumps(archive)
+    adopt_settled_dumps(archive, java)
     _remove_unused(directory, archive)
     if archive.exists():
         with contextlib.suppress(OSError):
@@ -104,7 +129,40 @@ def java_options(
     return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}-{time.time_ns()}.tmp"]
 
 
-def _adopt_settled_dumps(archive: Path) -> None:
+def _shipped_archive(
+    env: Mapping[str, str], spark_version: str, spark_home: str, java: str, extra_class_path: str
+) -> Path | None:
+    """The archive the image ships for exactly this JVM, Spark and class path, if there is one."""
+    configured = env.get(SHIPPED_DIR_ENV)
+    if not configured:
+        return None
+    directory = Path(configured)
+    archive = archive_path(directory, spark_version, spark_home, java, extra_class_path)
+    try:
+        found = [os.lstat(directory), os.lstat(archive)]
+    except OSError:
+        return None  # none for this class path (a user's extra jars, say): start without one
+    for path, info in zip((directory, archive), found, strict=True):
+        if stat.S_ISLNK(info.st_mode) or info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
+            log.warning(
+                "not using the class-data archive %s: %s is a symbolic link, another user's, or writable "
+                "by others, and the JVM would trust what is in it (%s must hold only root's or your files)",
+                archive,
+                path,
+                SHIPPED_DIR_ENV,
+            )
+            return None
+    return archive
+
+
+def adopt_settled_dumps(archive: Path, java: str) -> None:
+    """Makes a finished dump `archive`, once the JVM has shown that it maps it; removes the others.
+
+    A JVM killed while it dumps (a pod deleted as its job ends, say) leaves a file cut short, and a JVM
+    that maps such a file dies of SIGBUS before it runs anything: adopted, it would keep every later
+    driver from starting. So a dump is adopted only once `java -version` has started from it; that
+    JVM maps the whole archive (then drops it, its class path being another: nothing else is checked).
+    """
     dumps = sorted(archive.parent.glob(archive.name + ".*.tmp"))
     if not dumps:
         return
@@ -113,13 +171,31 @@ def _adopt_settled_dumps(archive: Path) -> None:
     for dump in dumps:
         try:
             finished = dump not in writing if writing is not None else now - dump.stat().st_mtime > _SETTLED_S
-            settled = finished and dump.stat().st_size > 0
-            if settled and not archive.exists():
+            if not finished:
+                continue
+            if not archive.exists() and dump.stat().st_size > 0 and _maps(java, dump):
                 os.replace(dump, archive)
-            elif settled:
+            else:
                 dump.unlink()
         except OSError:
             continue  # another start adopted or removed it
+
+
+def _maps(java: str, dump: Path) -> bool:
+    try:
+        tried = subprocess.run(
+            [java, f"-XX:SharedArchiveFile={dump}", "-Xshare:auto", "-version"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    if tried.returncode != 0:
+        log.warning("a class-data archive the JVM cannot map was left by a JVM that did not finish: removed")
+    return tried.returncode == 0
 
 
 def _remove_unused(directory: Path, archive: Path) -> None:
