@@ -93,18 +93,17 @@ tier() {
 
 # pytest-xdist workers per tier (SLUICE_TEST_UNIT_WORKERS, SLUICE_TEST_INTEGRATION_WORKERS,
 # SLUICE_TEST_E2E_WORKERS; 0 is none), as measured on the 2-core machine (docs/testing.md). The unit
-# tier took as long with -n 2 as without. The integration tier kept the two cores only about 40% busy
-# when run serially (it waits on checkpoints, timeouts and JVM starts), so it runs on two workers. With
-# workers, tests that share a session service (the Spark JVM, the control plane, the Kafka broker) stay
-# on one worker (tests/conftest.py). The e2e tier mostly
-# waits (pods starting, checkpoints, grace periods), so its tests run side by side, each worker with
-# its own control plane, process kubelet and operator (tests/e2e/README.md). Two: with three on the
-# shared machine under a load average of about 45, jobs took three minutes to start and tests ran past
-# their deadlines; two passed there.
+# tier took as long with -n 2 as without. The integration tier waits on checkpoints, timeouts and JVM
+# starts (two workers kept the cores about half busy, each worker busy to the end): three workers took
+# it from 574 s to 444 s. Tests that share a session service (the Spark JVM, the control plane, the
+# Kafka broker) stay on one worker (tests/conftest.py). The e2e tier mostly waits (pods starting,
+# checkpoints, grace periods), so its tests run side by side, each worker with its own control plane,
+# process kubelet and operator (tests/e2e/README.md); the real node's tests stay on one worker, which
+# with three workers is the tier's tail: 592 s against 681 s with two.
 tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
 if ! $quick; then
-    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-2}" "$@"
-    tier e2e tests/e2e "${SLUICE_TEST_E2E_WORKERS:-2}" "$@"
+    tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-3}" "$@"
+    tier e2e tests/e2e "${SLUICE_TEST_E2E_WORKERS:-3}" "$@"
 fi
 
 echo "== slowest 30 tests of the run (setup + call + teardown)" >&2
