@@ -45,7 +45,11 @@ def _uv() -> str:
 
 def _uv_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env.setdefault("UV_CACHE_DIR", str(REPO / ".cache" / "uv"))
+    # The cache scripts/setup.sh filled (its default, the machine's): the venv below installs offline.
+    cache = os.environ.get("SLUICE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sluice"
+    )
+    env.setdefault("UV_CACHE_DIR", os.path.join(cache, "uv"))
     env["UV_PYTHON_DOWNLOADS"] = "never"
     return env
 
