@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from typing import Any
 
@@ -98,9 +99,15 @@ def _spec_field(status: dict[str, Any], key: str, *path: str) -> Any:
 def _checkpoints_of(e2e: E2ECluster, run: str) -> list[int]:
     """The completed checkpoints (a `_metadata` exists) of one run in storage, ascending."""
     root = f"{e2e.storage.root}/checkpoints/{e2e.namespace}/{JOB}/{run}"
-    fs = e2e.storage.filesystem()
-    found = fs.glob(f"{root.removeprefix('s3://')}/chk-*/_metadata")
-    return sorted(int(path.rsplit("/", 2)[-2].removeprefix("chk-")) for path in found)
+    # One listing of every object below the run (`find`), not a glob: a glob lists the chk-* prefixes and
+    # then looks into each, and the running job's retention may delete one in between (seen:
+    # FileNotFoundError for a chk-5 removed meanwhile). A checkpoint deleted meanwhile is simply absent.
+    found = e2e.storage.filesystem().find(root.removeprefix("s3://"))
+    return sorted(
+        int(match.group(1))
+        for path in found
+        if (match := re.search(r"/chk-(\d+)/_metadata$", path)) is not None
+    )
 
 
 def _finish_and_check_output(e2e: E2ECluster) -> dict[int, int]:
