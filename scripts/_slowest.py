@@ -4,7 +4,7 @@ pytest's own `--durations` table covers one pytest run; test.sh runs one per tie
     python scripts/_slowest.py 30 unit.xml integration.xml e2e.xml
 With --totals it prints instead one closing line for the whole run, `total: N passed, N failed, N skipped`
 (pytest's own summary line covers only the last tier). With --workers it reads the timeline a tier's
-tests wrote (SLUICE_TEST_TIMELINE, tests/conftest.py) and prints, per pytest-xdist worker, how many
+tests wrote (SLUICE_TEST_TIMELINE, tests/testkit/timeline.py) and prints, per pytest-xdist worker, how many
 seconds it spent in tests and when its last test ended, counted from the tier's first test: a worker
 that ends long after the other is the tier's tail.
 """

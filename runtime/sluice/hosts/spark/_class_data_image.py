@@ -21,7 +21,6 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from sluice.hosts.spark._class_data import SHIPPED_DIR_ENV, adopt_settled_dumps, archive_path, java_binary
 from sluice.hosts.spark._context import SparkLog, start_spark
@@ -40,8 +39,8 @@ def _driver_settings(log: SparkLog, extra_java_options: str = "") -> dict[str, s
     return spark_settings(1, "local[1]", "sluice class data", overrides, log4j_file=str(log.config))
 
 
-def _run_one_stage(log: SparkLog, extra_java_options: str = "") -> Any:
-    """Starts a driver JVM, runs one empty stage, stops Spark; returns the JVM's process."""
+def _run_one_stage(log: SparkLog, extra_java_options: str = "") -> None:
+    """Starts a driver JVM, runs one empty stage, stops Spark and waits for the JVM to exit."""
     from pyspark import SparkContext
 
     context = start_spark(_driver_settings(log, extra_java_options), log)
@@ -57,7 +56,6 @@ def _run_one_stage(log: SparkLog, extra_java_options: str = "") -> Any:
     # PySpark's gateway JVM exits when its stdin closes; it writes the archive as it exits.
     process.stdin.close()
     process.wait(_DUMP_TIMEOUT_S)
-    return process
 
 
 def build(directory: Path) -> Path:

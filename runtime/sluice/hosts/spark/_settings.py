@@ -75,9 +75,9 @@ STARTUP_SETTINGS: dict[str, str] = {
 # defaults, 3.6 s with these flags, 1.6-1.7 s with these and the class-data archive (_class_data.py).
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # An executor's JVM does even less: it fetches one task per attempt, starts PySpark's worker daemon and
-# sends heartbeats; records never pass through it. The same flags cut the CPU an executor pod burns
-# starting up (bench/README.md, "Executor JVMs"). Local masters have no executor JVM of their own.
-EXECUTOR_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# sends heartbeats; records never pass through it. The driver's flags halve the CPU an executor pod
+# burns starting up (bench/README.md, "Executor JVMs"). Local masters have no executor JVM of their own.
+EXECUTOR_JAVA_OPTIONS = DRIVER_JAVA_OPTIONS
 
 # Settings that hold lists: a user's value is added to Sluice's (separator given), not put in its place,
 # so that --spark-conf can add JVM flags, a feature step or a class path entry without losing Sluice's
