@@ -91,15 +91,19 @@ def whole_dump(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 
 @pytest.mark.parametrize("whole", [True, False])
-def test_a_dump_cut_short_is_removed_not_adopted(tmp_path: Path, whole_dump: bytes, whole: bool) -> None:
+def test_a_dump_cut_short_is_removed_not_adopted(
+    tmp_path: Path, whole_dump: bytes, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A JVM that maps an archive cut short (its dumping JVM was killed) dies of SIGBUS at start: adopted,
     # it would keep every later driver from starting.
     env = {"SLUICE_CACHE_DIR": str(tmp_path), "PATH": str(Path(JAVA or "").parent)}
     archive = archive_path(tmp_path, "4.3.0", str(tmp_path), os.path.realpath(JAVA or ""))
     dump = tmp_path / f"{archive.name}.99999-1.tmp"
     dump.write_bytes(whole_dump if whole else whole_dump[: len(whole_dump) // 2])
+    monkeypatch.chdir(tmp_path)
     options = java_options("4.3.0", str(tmp_path), env)
     assert not dump.exists()
+    assert not list(tmp_path.glob("hs_err_pid*.log"))  # the trial's crash leaves no report behind
     if whole:
         assert options == [f"-XX:SharedArchiveFile={archive}"]
         assert archive.read_bytes() == whole_dump

@@ -184,7 +184,8 @@ def adopt_settled_dumps(archive: Path, java: str) -> None:
 def _maps(java: str, dump: Path) -> bool:
     try:
         tried = subprocess.run(
-            [java, f"-XX:SharedArchiveFile={dump}", "-Xshare:auto", "-version"],
+            # A dump cut short crashes this JVM: its crash report would land in the caller's directory.
+            [java, f"-XX:SharedArchiveFile={dump}", "-Xshare:auto", "-XX:ErrorFile=/dev/null", "-version"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
