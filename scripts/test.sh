@@ -31,14 +31,33 @@ if ! $quick; then
     scripts/kafka-jars.sh >/dev/null  # the Kafka 4 test broker's jars, from Maven Central once
 fi
 echo "test.sh: set-up took $(( $(date +%s) - started ))s" >&2
+
+reports=$(mktemp -d)
+node_session=""
+# stop_node_session: ends the real node's session process (it takes the node down, then gives the
+# node's lease back) and waits for it.
+stop_node_session() {
+    if [ -n "$node_session" ]; then
+        kill -TERM "$node_session" 2>/dev/null || true
+        wait "$node_session" 2>/dev/null || true
+        node_session=""
+    fi
+}
+trap 'stop_node_session; rm -rf "$reports"' EXIT
 if ! $quick && [ "$(id -u)" -eq 0 ]; then
-    # The real one-node cluster's binaries and the image its tests run (tests/e2e/_real_node.py), on a
-    # line of their own: a cold build takes many minutes, a warm one finds both in the cache. Without
-    # root the real-node tests cannot run, and say so.
+    # The real one-node cluster's binaries (tests/e2e/_real_node.py), on a line of their own: a cold
+    # build takes many minutes, a warm one finds them in the cache. Without root the real-node tests
+    # cannot run, and say so.
     node_started=$(date +%s)
     scripts/k8s-node-binaries.sh >/dev/null
-    scripts/build-image.sh --builder buildah --local-base --tag sluice:dev --archive >/dev/null
-    echo "test.sh: real-node set-up (node binaries, image) took $(( $(date +%s) - node_started ))s" >&2
+    echo "test.sh: real-node binaries took $(( $(date +%s) - node_started ))s" >&2
+    # Then, in the background, the image (built from the Dockerfile, cached), the node up and the image
+    # imported, and the node's lease held until the e2e tier has ended (tests/e2e/_node_session.py):
+    # beside the lint, type and unit steps, which keep one core busy, not on the e2e tier's tail. It
+    # prints its own time ("real node ready beside the other tiers in Ns").
+    PYTHONPATH=tests .venv/bin/python -m e2e._node_session "$reports/real-node.json" &
+    node_session=$!
+    export SLUICE_REAL_NODE_SESSION="$reports/real-node.json" SLUICE_REAL_NODE_SESSION_PID="$node_session"
 fi
 
 echo "== ruff" >&2
@@ -48,8 +67,6 @@ echo "== mypy --strict" >&2
 echo "== import-linter" >&2
 .venv/bin/lint-imports
 
-reports=$(mktemp -d)
-trap 'rm -rf "$reports"' EXIT
 status=0
 
 # children_cpu: writes to $reports/cpu the CPU seconds (user + system) that this shell's finished
@@ -105,6 +122,7 @@ if ! $quick; then
     tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-3}" "$@"
     tier e2e tests/e2e "${SLUICE_TEST_E2E_WORKERS:-3}" "$@"
 fi
+stop_node_session
 
 echo "== slowest 30 tests of the run (setup + call + teardown)" >&2
 .venv/bin/python scripts/_slowest.py 30 "$reports"/*.xml >&2 || true

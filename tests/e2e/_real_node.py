@@ -10,7 +10,9 @@ reach it as they would a bucket outside the cluster, and so does this machine, o
 joins it to the namespace. No address outside this machine is ever used.
 
 The cluster stays up for the whole session and is taken down at its end, unless it was already up
-when the session began (`scripts/k8s-cluster.sh up` by hand): then it is left as found.
+when the session began (`scripts/k8s-cluster.sh up` by hand): then it is left as found. Under
+`scripts/test.sh` a process of the run's own prepares the node beside the earlier tiers and holds it
+until the last tier has ended (`_node_session.py`); the fixture then only waits for it.
 
 The node is one per machine (its state directory, network namespace and addresses are fixed), so a
 session holds a lease on it, an exclusive lock, from before `up` until after `down`. A second test run
@@ -28,7 +30,7 @@ import subprocess
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,17 +68,17 @@ class RealNode:
     def restart(self, *components: str) -> None:
         """Restart node components (`kubelet`, `containerd`, `kube-apiserver`, ...) as a service manager
         would: SIGTERM, then the same command again; everything else, containers included, runs on."""
-        _run([str(CLUSTER_SCRIPT), "restart", *components], f"restarting {components}", timeout=300)
+        _run([str(CLUSTER_SCRIPT), "restart", *components], f"restarting {components}", print, timeout=300)
 
 
-def _run(argv: list[str], what: str, timeout: float) -> str:
+def _run(argv: list[str], what: str, say: Callable[[str], None], timeout: float) -> str:
     result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{what} failed ({result.returncode}):\n{result.stderr[-4000:]}")
     # The scripts print build and start-up times and the image's size; pass them on to the output.
     for line in result.stderr.splitlines():
         if line.startswith(("cluster up time:", "image build time:", "image size:")):
-            print(line)
+            say(line)
     return result.stdout.strip()
 
 
@@ -141,6 +143,47 @@ def node_lease(path: Path, wait_s: float = LEASE_WAIT_S, poll_s: float = 2.0) ->
         os.close(fd)  # also releases the lock
 
 
+@dataclass(frozen=True)
+class PreparedNode:
+    """A node that is up with the image imported: what the tests need to reach it."""
+
+    kubeconfig: Path
+    netns: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kubeconfig": str(self.kubeconfig), "netns": self.netns}
+
+    @classmethod
+    def from_json(cls, body: dict[str, str]) -> PreparedNode:
+        return cls(Path(body["kubeconfig"]), body["netns"])
+
+
+def node_is_up() -> bool:
+    return subprocess.run([str(CLUSTER_SCRIPT), "status"], check=False).returncode == 0
+
+
+def prepare_node(say: Callable[[str], None] = print) -> PreparedNode:
+    """Builds the image (or finds it built), brings the node up (or finds it up) and imports the image
+    (once per archive). The caller holds the lease. The image first: its cache key is a hash of the
+    checkout's files, taken before any test of the run can have written one."""
+    archive = _run(
+        [str(IMAGE_SCRIPT), "--builder", "buildah", "--local-base", "--tag", IMAGE, "--archive"],
+        "scripts/build-image.sh",
+        say,
+        timeout=3600,
+    )
+    kubeconfig = Path(_run([str(CLUSTER_SCRIPT), "up"], "scripts/k8s-cluster.sh up", say, timeout=3600))
+    netns = _run([str(CLUSTER_SCRIPT), "netns"], "scripts/k8s-cluster.sh netns", say, timeout=10)
+    _run([str(CLUSTER_SCRIPT), "load", archive], "scripts/k8s-cluster.sh load", say, timeout=600)
+    return PreparedNode(kubeconfig, netns)
+
+
+def take_down() -> None:
+    """`scripts/k8s-cluster.sh down`, unless SLUICE_KEEP_CLUSTER=1 asks to keep the node."""
+    if os.environ.get("SLUICE_KEEP_CLUSTER") != "1":
+        subprocess.run([str(CLUSTER_SCRIPT), "down"], check=False, timeout=300)
+
+
 @pytest.fixture(scope="session")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     if os.geteuid() != 0:
@@ -148,42 +191,46 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
             "the real-node tests need root (a network namespace, containerd, mounts, cgroups); "
             "run them as root, or deselect them with -k 'not real_node'"
         )
-    with node_lease(lease_path()):
-        yield from _real_node(tmp_path_factory)
-
-
-def _real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     started = time.monotonic()
-    was_up = subprocess.run([str(CLUSTER_SCRIPT), "status"], check=False).returncode == 0
-    kubeconfig = Path(_run([str(CLUSTER_SCRIPT), "up"], "scripts/k8s-cluster.sh up", timeout=3600))
-    netns = _run([str(CLUSTER_SCRIPT), "netns"], "scripts/k8s-cluster.sh netns", timeout=10)
-    server: subprocess.Popen[bytes] | None = None
+    session = os.environ.get("SLUICE_REAL_NODE_SESSION")
+    if session:
+        # The run's own session process holds the lease and prepared the node beside the earlier
+        # tiers; it takes the node down after the last tier (tests/e2e/_node_session.py).
+        from e2e._node_session import wait_prepared
+
+        prepared = wait_prepared(Path(session), int(os.environ["SLUICE_REAL_NODE_SESSION_PID"]))
+        yield from _use_node(prepared, tmp_path_factory, started)
+        return
+    with node_lease(lease_path()):
+        was_up = node_is_up()
+        try:
+            yield from _use_node(prepare_node(), tmp_path_factory, started)
+        finally:
+            if not was_up:
+                take_down()
+
+
+def _use_node(
+    prepared: PreparedNode, tmp_path_factory: pytest.TempPathFactory, started: float
+) -> Iterator[RealNode]:
+    """The node as the tests see it: an S3 server in its network namespace and the CRDs applied."""
+    workdir = tmp_path_factory.mktemp("real-node")
+    server = _start_s3(prepared.netns, workdir / "moto.log")
     try:
-        archive = _run(
-            [str(IMAGE_SCRIPT), "--builder", "buildah", "--local-base", "--tag", IMAGE, "--archive"],
-            "scripts/build-image.sh",
-            timeout=3600,
-        )
-        _run([str(CLUSTER_SCRIPT), "load", archive], "scripts/k8s-cluster.sh load", timeout=600)
-        workdir = tmp_path_factory.mktemp("real-node")
-        server = _start_s3(netns, workdir / "moto.log")
         kube = KubeEnv(
-            kubeconfig=kubeconfig,
+            kubeconfig=prepared.kubeconfig,
             server=f"https://{NODE_IP}:6443",
             bin_dir=k8s_bin_dir(),
             external=True,
             helm_home=workdir / "helm",
         )
         kube.apply_crds()
-        node = RealNode(kube, netns, f"http://{NODE_IP}:{S3_PORT}", time.monotonic() - started)
+        node = RealNode(kube, prepared.netns, f"http://{NODE_IP}:{S3_PORT}", time.monotonic() - started)
         print(f"real node set-up time: {node.setup_seconds:.0f} s")
         yield node
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        if not was_up and os.environ.get("SLUICE_KEEP_CLUSTER") != "1":
-            subprocess.run([str(CLUSTER_SCRIPT), "down"], check=False, timeout=300)
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @contextlib.contextmanager
