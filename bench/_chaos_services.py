@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from testkit.postgres import PostgresServer, _server_user, find_postgres_bin, free_loopback_port
+from testkit.ports import free_loopback_port
+from testkit.postgres import PostgresServer, _server_user, find_postgres_bin
 from testkit.s3 import S3Server
 
 

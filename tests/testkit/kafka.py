@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from testkit._kafka_transactions import list_transactions
 from testkit.jobs import REPO
-from testkit.postgres import free_loopback_port
+from testkit.ports import free_loopback_port
 
 JARS_SCRIPT = REPO / "scripts" / "kafka-jars.sh"
 READY_TIMEOUT_S = 90.0

@@ -16,7 +16,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -28,6 +27,8 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+
+from testkit.ports import free_loopback_port
 
 SUPERUSER = "postgres"
 INSTALL_HINT = "install it with scripts/install-system-deps.sh (Debian package 'postgresql')"
@@ -45,13 +46,6 @@ def find_postgres_bin() -> Path:
     raise RuntimeError(
         f"PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin: {INSTALL_HINT}"
     )
-
-
-def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

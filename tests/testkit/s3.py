@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from typing import Any
 
 import pytest
 import s3fs
+
+from testkit.ports import free_loopback_port
 
 ACCESS_KEY = "sluice-test"
 SECRET_KEY = "sluice-test-secret"
@@ -53,13 +54,6 @@ def client_env(endpoint_url: str) -> dict[str, str]:
         "AWS_ENDPOINT_URL_S3": endpoint_url,
         "AWS_ENDPOINT_URL": endpoint_url,
     }
-
-
-def _free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -138,7 +132,7 @@ class S3Server:
 def s3_server() -> Iterator[S3Server]:
     """One moto server process for the whole test session, stopped at the end."""
     tmp = Path(tempfile.mkdtemp(prefix="sluice-s3-"))
-    server = S3Server(port=_free_loopback_port(), log_file=tmp / "moto.log")
+    server = S3Server(port=free_loopback_port(), log_file=tmp / "moto.log")
     try:
         try:
             server.start()
