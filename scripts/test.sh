@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh machine and runs the whole test suite:
 #   system packages (PostgreSQL, Java), the locked Python environment, the Kubernetes test binaries
-#   (built once from the Go module proxy and cached under ~/.cache/sluice/), then lint, types, layer contracts,
-#   and the unit, integration and end-to-end tests, each tier as its own pytest run.
+#   (built once from the Go module proxy and cached under ~/.cache/sluice/), then lint, types and layer
+#   contracts beside the unit tests, then the integration and end-to-end tests, each tier as its own
+#   pytest run; as root, the real node (image, cluster) is prepared in the background meanwhile.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    lint, types, layer contracts and the unit tier: the developer's loop
@@ -11,7 +12,8 @@
 # passed for a tier the selection leaves empty). The set-up time is printed on its own line
 # (`test.sh: set-up took Ns`), and the slowest 30 tests of the whole run at the end, so where the time
 # goes stays visible.
-# Exits with the first failing step's code; a failing test tier does not stop the later tiers.
+# Exits with the first failing step's code; a failing test tier does not stop the later tiers (a lint,
+# type or contract failure stops the run after the unit tier).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,13 +61,6 @@ if ! $quick && [ "$(id -u)" -eq 0 ]; then
     node_session=$!
     export SLUICE_REAL_NODE_SESSION="$reports/real-node.json" SLUICE_REAL_NODE_SESSION_PID="$node_session"
 fi
-
-echo "== ruff" >&2
-.venv/bin/ruff check runtime operator tests bench examples
-echo "== mypy --strict" >&2
-.venv/bin/mypy
-echo "== import-linter" >&2
-.venv/bin/lint-imports
 
 status=0
 
@@ -117,7 +112,29 @@ tier() {
 # checkpoints, grace periods), so its tests run side by side, each worker with its own control plane,
 # process kubelet and operator (tests/e2e/README.md); the real node's tests stay on one worker, which
 # with three workers is the tier's tail: 592 s against 681 s with two.
+# Lint, types and layer contracts run beside the unit tier: each keeps one core busy (mypy alone about
+# 30 s from a fresh clone), and the unit tier, one process, leaves the other core to them. Their output
+# comes after the unit tier's; a failure among them ends the run there, before the longer tiers.
+lint() {
+    echo "== ruff"
+    .venv/bin/ruff check runtime operator tests bench examples
+    echo "== mypy --strict"
+    .venv/bin/mypy
+    echo "== import-linter"
+    .venv/bin/lint-imports
+}
+lint_started=$(date +%s)
+lint >"$reports/lint.log" 2>&1 &
+lint_job=$!
 tier unit tests/unit "${SLUICE_TEST_UNIT_WORKERS:-0}" "$@"
+lint_code=0
+wait "$lint_job" || lint_code=$?
+cat "$reports/lint.log"
+echo "test.sh: lint, types and layer contracts took $(( $(date +%s) - lint_started ))s beside the unit tier" \
+    "(exit code $lint_code)" >&2
+if [ "$lint_code" -ne 0 ]; then
+    exit "$lint_code"
+fi
 if ! $quick; then
     tier integration tests/integration "${SLUICE_TEST_INTEGRATION_WORKERS:-3}" "$@"
     tier e2e tests/e2e "${SLUICE_TEST_E2E_WORKERS:-3}" "$@"
