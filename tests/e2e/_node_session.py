@@ -34,6 +34,7 @@ from pathlib import Path
 from types import FrameType
 
 from e2e._real_node import PreparedNode, lease_path, node_is_up, node_lease, prepare_node, take_down
+from testkit.pids import running
 
 SESSION_ENV = "SLUICE_REAL_NODE_SESSION"
 SESSION_PID_ENV = "SLUICE_REAL_NODE_SESSION_PID"
@@ -51,7 +52,7 @@ def wait_prepared(path: Path, holder_pid: int, poll_s: float = 0.5) -> PreparedN
     """The node the holder prepared: waits for READY_FILE for as long as the holder lives (it may be
     waiting for another run's lease, or building the image cold), and fails with what it said."""
     while not path.exists():
-        if not alive(holder_pid):
+        if not running(holder_pid):
             raise RuntimeError(
                 f"the real node's session process ({holder_pid}) ended without preparing the node "
                 f"(no {path}); its output is in the run's log above"
@@ -61,16 +62,6 @@ def wait_prepared(path: Path, holder_pid: int, poll_s: float = 0.5) -> PreparedN
     if "error" in body:
         raise RuntimeError(f"the real node could not be prepared for this run:\n{body['error']}")
     return PreparedNode.from_json(body)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` still runs: an ended process its parent has not reaped yet (a zombie) does not."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    # The state follows the command's name, which is in parentheses and may hold anything.
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def hold(ready: Path, poll_s: float = 1.0) -> None:

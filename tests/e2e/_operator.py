@@ -9,7 +9,6 @@ chart (_chart_operator.py).
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
+from testkit.ports import free_server_port
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "sluice-operator"
@@ -38,28 +38,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-# Coordinators' REST ports under the process kubelet are drawn from below the kernel's ephemeral range
-# (32768 up by default): a port of that range, picked once and then free between one job and the next,
-# could become the local port of any outgoing connection meanwhile and make the next coordinator fail.
-_REST_PORTS = range(20000, 32000)
-
-
 def coordinator_rest_port() -> int:
     """A port no server of this machine holds on 0.0.0.0 now, for one operator's coordinators.
 
     Under the process kubelet pods share this machine's network, and each coordinator binds its REST
     port on 0.0.0.0: each operator of a test session (and of concurrent sessions) gets its own port, so
     jobs of different operators run at the same time. One operator runs its jobs one after another.
+    Drawn below the ephemeral range (`testkit.ports`): a port picked once and then free between one job
+    and the next could otherwise become the local port of an outgoing connection meanwhile.
     """
-    for _ in range(100):
-        port = random.choice(_REST_PORTS)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("0.0.0.0", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {_REST_PORTS} for a coordinator's REST API after 100 tries")
+    return free_server_port("0.0.0.0")
 
 
 class Operator(Protocol):

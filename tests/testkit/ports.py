@@ -1,4 +1,4 @@
-"""Ports for the test servers this suite starts (PostgreSQL, S3, Kafka)."""
+"""Ports for the servers tests start (PostgreSQL, S3, Kafka, coordinators under the process kubelet)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ picked free there and bound only seconds later (a broker formats its storage fir
 become the local port of any outgoing connection of the machine, and the server would fail to start."""
 
 
-def free_loopback_port() -> int:
-    """A port of 127.0.0.1 that nothing holds now, for a server about to start."""
+def free_server_port(host: str) -> int:
+    """A port of `host` (an address, or 0.0.0.0 for all) that nothing holds now, for a server about to
+    start."""
     for _ in range(100):
         port = random.choice(SERVER_PORTS)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
-                s.bind(("127.0.0.1", port))
+                s.bind((host, port))
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free port of 127.0.0.1 in {SERVER_PORTS} after 100 tries")
+    raise RuntimeError(f"no free port of {host} in {SERVER_PORTS} after 100 tries")
+
+
+def free_loopback_port() -> int:
+    return free_server_port("127.0.0.1")

@@ -28,6 +28,7 @@ import pytest
 from sluice.hosts.spark import SparkHost, SparkLog, local_master, spark_settings, start_spark
 from testkit.inprocess import InProcessJob, ThreadJob, run_in_process, run_thread_job
 from testkit.jobs import RestJob, SluiceJob, run_job
+from testkit.pids import running
 
 # Task slots of the shared local Spark: enough for the TaskManagers of any test job.
 SLOTS = 4
@@ -47,18 +48,10 @@ def still_running(pids: list[int], grace_s: float = 2.0) -> list[int]:
     """
     deadline = time.monotonic() + grace_s
     while True:
-        running = [pid for pid in pids if _running(pid)]
+        running = [pid for pid in pids if running(pid)]
         if not running or time.monotonic() >= deadline:
             return running
         time.sleep(0.05)
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class SparkJob(InProcessJob):

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e._node_session import alive, wait_prepared, write_ready
+from e2e._node_session import wait_prepared, write_ready
 from e2e._real_node import PreparedNode, node_lease
+from testkit.pids import running
 
 _TESTS = Path(__file__).resolve().parents[2]
 
@@ -138,7 +139,7 @@ def test_when_the_run_dies_the_session_takes_the_node_down(tmp_path: Path) -> No
         while "down" not in calls.read_text().split():
             assert time.monotonic() < deadline, f"the orphan did not take the node down: {calls.read_text()}"
             time.sleep(0.05)
-        while alive(holder_pid):
+        while running(holder_pid):
             assert time.monotonic() < deadline, "the orphaned session did not exit"
             time.sleep(0.05)
     finally:
