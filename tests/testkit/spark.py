@@ -48,9 +48,9 @@ def still_running(pids: list[int], grace_s: float = 2.0) -> list[int]:
     """
     deadline = time.monotonic() + grace_s
     while True:
-        running = [pid for pid in pids if running(pid)]
-        if not running or time.monotonic() >= deadline:
-            return running
+        alive = [pid for pid in pids if running(pid)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
         time.sleep(0.05)
 
 
