@@ -123,8 +123,11 @@ class PostgresSink(TwoPhaseCommitSink[_Transaction, str]):
         # exists, and a database admin may have created it for a sink that may not create tables.
         if connection.execute("SELECT to_regclass(%s)", [self.marker_table]).fetchone()[0] is not None:
             return
-        # Another subtask may create it at the same moment: IF NOT EXISTS is not atomic.
-        with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+        # Another subtask may create it at the same moment: IF NOT EXISTS is not atomic, and the loser
+        # sees the table, its primary key's index or its row type (DuplicateObject, seen) already there.
+        with contextlib.suppress(
+            psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject
+        ):
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.marker_table} "
                 "(gid text PRIMARY KEY, prepared_at timestamptz NOT NULL DEFAULT now())"
