@@ -79,8 +79,10 @@ def _spark_host(
         context,
         control_host=control_host,
         taskmanager_bind_host=taskmanager_host,
-        # A new local JVM has no Python worker daemon yet: start it now, beside the coordinator's start.
-        warm_up=spark.is_local(master),
+        # A local JVM without a daemon zygote (_zygote.py) has no Python worker daemon yet: start it
+        # now, beside the coordinator's start. With the zygote, the daemon costs a fork and an empty
+        # task would only add a job to the attempt's start (bench/README.md, "The daemon zygote").
+        warm_up=spark.is_local(master) and not spark.daemon_zygote_running(),
     )
     return Hosting(host, context.stop)
 

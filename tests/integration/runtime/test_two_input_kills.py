@@ -144,7 +144,7 @@ def test_a_two_input_operator_is_exactly_once_across_a_killed_taskmanager(
 def _a_spark_python_worker(pid: int) -> None:
     """The TaskManager runs in a Python worker that Spark forked for its barrier task."""
     command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert b"sluice.hosts.spark._daemon" in command and b"pyspark.worker" in command, command
+    assert b"sluice_spark_daemon" in command and b"pyspark.worker" in command, command
 
 
 # The window join emits each pair once per window the two share, about five lines per left record:

@@ -102,7 +102,7 @@ def _kill_one_taskmanager_and_check(
         if runner.host == "spark":
             # The TaskManager runs in a Python worker that Spark forked for its barrier task.
             command = Path(f"/proc/{victim}/cmdline").read_bytes().split(b"\0")
-            assert b"sluice.hosts.spark._daemon" in command and b"pyspark.worker" in command, command
+            assert b"sluice_spark_daemon" in command and b"pyspark.worker" in command, command
         os.kill(victim, signal.SIGKILL)
         job.wait_until(lambda: job.get("/v1/job")["restarts"] >= 1, 60, "the restart")
         hold.unlink()

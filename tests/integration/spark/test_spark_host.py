@@ -223,8 +223,36 @@ def test_a_warm_up_task_starts_the_worker_daemon_before_the_first_taskmanager_st
     assert tracker.getJobInfo(warm_up).status == "SUCCEEDED"
     (stage_job,) = tracker.getJobIdsForGroup(host.job_group(0))
     assert warm_up < stage_job, "the warm-up job came first; the stage after it had ended"
-    daemons = [pid for pid in descendants(os.getpid()) if b"sluice.hosts.spark._daemon" in _cmdline(pid)]
+    daemons = [pid for pid in descendants(os.getpid()) if b"sluice_spark_daemon" in _cmdline(pid)]
     assert daemons, "PySpark's worker daemon (Sluice's, with the TaskManager imported) runs"
+
+
+def test_taskmanagers_fork_from_a_daemon_the_zygote_forked(spark_context: Any) -> None:
+    """On local Spark the daemon is handed over to the zygote that imported ahead while the JVM started
+    (hosts/spark/_zygote.py): a TaskManager's parent is a daemon whose parent is that zygote."""
+    from sluice.hosts.spark import _context
+
+    (zygote,) = [z for z in _context._zygotes if z.process.poll() is None]
+    parents: list[int] = []
+
+    async def scenario(host: SparkHost) -> None:
+        coordinator = StandInCoordinator()
+        await host.start(2, await coordinator.start(), attempt=0)
+        for pid in await coordinator.registered(2):
+            parents.append(_parent(pid))
+        await coordinator.shut_down_taskmanagers()
+        await host.stop(grace_s=30)
+        await coordinator.close()
+
+    asyncio.run(scenario(SparkHost(spark_context)))
+    (daemon,) = set(parents)
+    assert _parent(daemon) == zygote.process.pid, "the daemon is the zygote's fork, not Spark's own start"
+    assert b"pyspark.worker" in _cmdline(daemon)
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("PPid:"))
 
 
 def _cmdline(pid: int) -> bytes:

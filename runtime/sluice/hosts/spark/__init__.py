@@ -4,7 +4,7 @@ Only this package imports PySpark (import-linter keeps the engine, the coordinat
 free of it), and it does so lazily where it can, so that `--host processes` never loads Spark.
 """
 
-from sluice.hosts.spark._context import SparkLog, start_spark
+from sluice.hosts.spark._context import SparkLog, daemon_zygote_running, start_spark
 from sluice.hosts.spark._errors import SparkSetupError
 from sluice.hosts.spark._host import SparkHost
 from sluice.hosts.spark._kubernetes import (
@@ -22,6 +22,7 @@ __all__ = [
     "SparkSetupError",
     "api_server_master",
     "coordinator_pod_from_env",
+    "daemon_zygote_running",
     "is_local",
     "kubernetes_conf",
     "local_master",

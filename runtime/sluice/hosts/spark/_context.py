@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from sluice.hosts.base import HostUnavailable
 from sluice.hosts.spark._class_data import java_options
 from sluice.hosts.spark._errors import SparkSetupError
 from sluice.hosts.spark._settings import is_local
+from sluice.hosts.spark._zygote import Zygote, start_zygote
 
 # Spark's log4j2 configuration for the driver JVM: everything to one file, nothing to the console.
 _LOG4J2 = """\
@@ -26,6 +29,15 @@ appender.file.append = true
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{{yyyy-MM-dd HH:mm:ss.SSS}} %p %c{{1}}: %m%n%ex
 """
+
+
+_zygotes: list[Zygote] = []
+"""Held for this process's life: the zygote ends when its handle (its stdin) is closed."""
+
+
+def daemon_zygote_running() -> bool:
+    """Whether this process's driver JVM has a zygote to fork its Python worker daemon from."""
+    return any(zygote.process.poll() is None for zygote in _zygotes)
 
 
 @dataclass(frozen=True)
@@ -100,11 +112,19 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
     gateway = None
     if SparkContext._gateway is None:
         with os.fdopen(log.open_for_append(), "ab") as output:
+            # Local executors are this JVM: its Python daemon can be forked from a zygote that imports
+            # while the JVM starts (_zygote.py). It lives as long as this process, as the JVM does.
+            zygote = start_zygote(output) if is_local(settings["spark.master"]) else None
+            _zygotes.extend([zygote] if zygote is not None else [])
             try:
-                gateway = launch_gateway(  # type: ignore[no-untyped-call]
-                    conf, popen_kwargs={"stdout": output, "stderr": output}
-                )
+                with _environment(zygote.environ if zygote is not None else {}):
+                    gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                        conf, popen_kwargs={"stdout": output, "stderr": output}
+                    )
             except Exception as err:
+                if zygote is not None:
+                    _zygotes.remove(zygote)
+                    zygote.close()
                 raise SparkSetupError(
                     f"the Spark driver JVM did not start ({err}); its output is in {log.path}"
                 ) from err
@@ -115,6 +135,21 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
         if unreachable is not None:
             raise HostUnavailable(f"Spark did not start: {unreachable}; see {log.path}") from err
         raise SparkSetupError(f"Spark did not start: {_first_line(err)}; see {log.path}") from err
+
+
+@contextlib.contextmanager
+def _environment(extra: dict[str, str]) -> Iterator[None]:
+    """`extra` in os.environ while the JVM is launched (it copies the environment), and then not."""
+    saved = {key: os.environ.get(key) for key in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 # Java exceptions (by class name, anywhere in the cause chain) that say a service did not answer, not

@@ -38,7 +38,7 @@ WORKER_SETTINGS: dict[str, str] = {
     "spark.python.worker.reuse": "false",
     # Workers fork from a daemon that has the runtime imported already (see _daemon.py): a restart
     # does not pay the imports again.
-    "spark.python.daemon.module": "sluice.hosts.spark._daemon",
+    "spark.python.daemon.module": "sluice_spark_daemon",
     # Killing a task (cancel, or a failed peer) interrupts its thread, and a Python worker that does
     # not end by itself is killed this long after; TaskManagers are told to shut down first and
     # normally exit before that.
