@@ -4,25 +4,26 @@ Spark starts an executor's Python daemon on the executor's first Python task: an
 imports PySpark's worker and the TaskManager (`_daemon.py`), 0.2-0.3 s of one core, all of it inside
 the job's first attempt. On `local[N]` the driver knows, before the JVM exists, the interpreter and the
 modules that daemon will need. So `start_spark` starts this zygote beside the JVM: it imports them
-while the JVM starts, then waits. When Spark starts the daemon, what it starts (`_daemon.py`) hands its
-standard streams and its environment to the zygote instead of importing anything itself; the zygote
+while the JVM starts, then waits. When Spark starts the daemon, what it starts (`sluice_spark_daemon`) hands
+its standard streams and its environment to the zygote instead of importing anything itself; the zygote
 forks, and the child becomes the daemon, with Spark's streams, Spark's environment (its worker secret
 among them) and Spark's argv and import path. Spark talks to it as to any daemon: the child writes its
 port to Spark, forks the workers, kills the ones Spark names, and ends when Spark closes its input.
 
-The order of one hand-over, as `_daemon_client.py` and `serve` below do it:
+The order of one hand-over, as `sluice_spark_daemon.hand_over` and `serve` below do it:
 1. the driver binds a Unix socket in a directory only this user can enter and starts the zygote with
    it (a daemon started early waits in the socket's queue instead of being refused); the zygote imports;
-2. `_daemon.py`, started by Spark, connects and sends its fds 0, 1 and 2 and one JSON request: argv,
-   sys.path (Spark's zips off it), the working directory and its environment;
+2. `sluice_spark_daemon`, started by Spark, connects, checks that the zygote is this user's
+   (SO_PEERCRED), and sends its fds 0, 1 and 2 and one JSON request: argv, sys.path, the working
+   directory, its environment and its interpreter;
 3. the zygote checks the peer's uid (SO_PEERCRED) and the request, and forks;
-4. the child takes the streams, the environment, argv, path and directory, answers "ok", and runs
-   PySpark's daemon loop; the zygote closes its copies and waits for the next request;
-5. `_daemon.py` stays until the child has ended (Spark watches its process), passing SIGTERM on.
-A refusal ("no" and why) leaves `_daemon.py` to start the daemon itself, as without a zygote: so does a
-request whose interpreter settings differ (a PYTHONHASHSEED, say, which only an interpreter's start
-sets), or a zygote that is gone. The zygote ends when the driver does (its stdin, the driver's pipe,
-reaches end of file).
+4. the child takes the streams, the environment, argv, path and directory, answers "ok" with a pidfd of
+   itself, and runs PySpark's daemon loop; the zygote closes its copies and waits for the next request;
+5. `sluice_spark_daemon` stays until the child has ended (Spark watches its process), passing SIGTERM on.
+A refusal ("no" and why) leaves `sluice_spark_daemon` to start the daemon itself, as without a
+zygote: so does a request whose interpreter or start-up settings differ (a PYTHONHASHSEED, say, which
+only an interpreter's start sets), or a zygote that is gone. The zygote ends when the driver does (its
+stdin, the driver's pipe, reaches end of file).
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ import struct
 import subprocess
 import sys
 import tempfile
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from sluice.hosts.spark._daemon import import_ahead
 from sluice.hosts.spark._worker_path import drop_spark_zips
-from sluice_spark_daemon import MAX_REQUEST_BYTES, SERVE_ENV, SOCKET_ENV, interpreter_settings
+from sluice_spark_daemon import MAX_REQUEST_BYTES, SERVE_ENV, SOCKET_ENV, interpreter, interpreter_settings
 
 _SOCKET_NAME = "daemon.sock"
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ def _serve_one(connection: socket.socket, listener: socket.socket) -> None:
         refusal = _peer_refusal(connection)
         request: dict[str, Any] = {}
         if refusal is None:
-            request, fds = _read_request(connection)
+            request = _read_request(connection, fds)
             refusal = _request_refusal(request, fds)
         if refusal is not None:
             _answer(connection, f"no {refusal}")
@@ -173,9 +174,8 @@ def _serve_one(connection: socket.socket, listener: socket.socket) -> None:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # or the child would write the zygote's buffered output a second time
         if os.fork() == 0:
-            listener.close()
-            _become_daemon(connection, request, fds)  # never returns
-    except (OSError, ValueError) as err:
+            _become_daemon(connection, listener, request, fds)  # never returns
+    except Exception as err:  # a stranger's request (deeply nested JSON, say) must not end the zygote
         with contextlib.suppress(OSError):
             _answer(connection, f"no {type(err).__name__}: {err}")
     finally:
@@ -189,8 +189,11 @@ def _peer_refusal(connection: socket.socket) -> str | None:
     return None if uid == os.getuid() else f"peer uid {uid} is not this user's ({os.getuid()})"
 
 
-def _read_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    head, fds, _flags, _address = socket.recv_fds(connection, 4, 3)
+def _read_request(connection: socket.socket, fds: list[int]) -> dict[str, Any]:
+    """The request; the descriptors that came with it go into `fds` first, so the caller closes them
+    whatever is wrong with the rest."""
+    head, received, _flags, _address = socket.recv_fds(connection, 4, 3)
+    fds.extend(received)
     if len(head) != 4:
         raise ValueError("the request ended before its length")
     (size,) = struct.unpack(">I", head)
@@ -205,14 +208,20 @@ def _read_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]
     request = json.loads(body)
     if not isinstance(request, dict):
         raise ValueError("the request is not a JSON object")
-    return request, list(fds)
+    return request
+
+
+def _strings(value: Any) -> TypeGuard[dict[str, str]]:
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(item, str) for key, item in value.items()
+    )
 
 
 def _request_refusal(request: dict[str, Any], fds: list[int]) -> str | None:
     if len(fds) != 3:
         return f"expected the daemon's stdin, stdout and stderr, got {len(fds)} descriptor(s)"
-    env, argv, path, cwd = (request.get(k) for k in ("env", "argv", "path", "cwd"))
-    if not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+    env, argv, path, cwd, theirs = (request.get(k) for k in ("env", "argv", "path", "cwd", "interpreter"))
+    if not _strings(env):
         return "env must be an object of strings"
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
         return "argv must be a list of strings"
@@ -220,7 +229,10 @@ def _request_refusal(request: dict[str, Any], fds: list[int]) -> str | None:
         return "path must be a list of strings"
     if not isinstance(cwd, str):
         return "cwd must be a string"
-    ours, theirs = interpreter_settings(os.environ), interpreter_settings(env)
+    if not _strings(theirs):
+        return "interpreter must be an object of strings"
+    ours = {**interpreter_settings(os.environ), **interpreter()}
+    theirs = {**interpreter_settings(env), **theirs}
     differ = sorted(key for key in ours.keys() | theirs.keys() if ours.get(key) != theirs.get(key))
     if differ:
         # Names only: the request's environment carries Spark's worker secret, and answers get logged.
@@ -228,19 +240,23 @@ def _request_refusal(request: dict[str, Any], fds: list[int]) -> str | None:
     return None
 
 
-def _answer(connection: socket.socket, text: str) -> None:
-    connection.sendall(text.encode()[:4096] + b"\n")
+def _answer(connection: socket.socket, text: str, fds: list[int] | None = None) -> None:
+    socket.send_fds(connection, [text.encode()[:4096] + b"\n"], fds or [])
 
 
-def _become_daemon(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+def _become_daemon(
+    connection: socket.socket, listener: socket.socket, request: dict[str, Any], fds: list[int]
+) -> None:
     """In the forked child: take the request's streams and settings, then run PySpark's daemon loop."""
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        listener.close()
+        # As in a daemon the JVM starts: PySpark's gateway starts the JVM with SIGINT ignored.
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
+        fds.clear()
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
@@ -249,11 +265,14 @@ def _become_daemon(connection: socket.socket, request: dict[str, Any], fds: list
         sys.path_importer_cache.clear()
         drop_spark_zips(sys.path, sys.path_importer_cache)
         importlib.invalidate_caches()
-        # Spark starts its daemon with PYTHONUNBUFFERED: a worker's output reaches Spark's log at once.
-        for stream in (sys.stdout, sys.stderr):
-            if isinstance(stream, io.TextIOWrapper):
-                stream.reconfigure(write_through=True)
-        _answer(connection, f"ok {os.getpid()}")
+        # Spark starts its daemon with PYTHONUNBUFFERED, and PySpark's workers end with os._exit: what a
+        # worker prints must not wait in a buffer.
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+        # The pidfd lets the process Spark started wait for this one and signal it, with no pid reuse.
+        pidfd = os.pidfd_open(os.getpid())
+        _answer(connection, f"ok {os.getpid()}", [pidfd])
+        os.close(pidfd)
         connection.close()
         from pyspark.daemon import manager
 
