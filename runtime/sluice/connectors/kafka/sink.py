@@ -15,7 +15,8 @@ process no longer holds a producer for is settled thus:
   3. if none is, the records are produced again, tag first, into one transaction of the subtask's
      re-send id, which is committed at once (the checkpoint that holds them is complete).
 Then every id of the subtask's pool is fenced, which aborts the transactions the crashed attempt left
-open, so they do not hold back read_committed consumers until `transaction.timeout.ms`.
+open, so they do not hold back read_committed consumers until `transaction.timeout.ms`. The fencing runs
+in the background; a transaction begun meanwhile keeps its records and starts once it has ended.
 
 Guarantee: every record reaches the topic's committed records exactly once, in the order the sink
 received it per partition. Limits: a re-sent transaction's records get new offsets (and the aborted
@@ -69,10 +70,13 @@ class _Txn:
     transactional_id: str
     pool_prefix: str
     slot: int
-    producer: Producer
+    producer: Producer | None
+    """None until the pool's fencing has ended: the records wait in `records` until then."""
     tag: str
     records: list[Record] = field(default_factory=list)
     probe: tuple[int, int] | None = None
+    tagged: bool = False
+    """Whether the first record, the one with the tag header, has been handed to the producer."""
 
 
 class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommittable]):
@@ -112,21 +116,44 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         pool = transactional_id(self._prefix(ctx), ctx.subtask_index, 0).rsplit("-", 1)[0]
         slot = free_slot({t.slot for t in self._busy.values() if t.pool_prefix == pool})
         txn_id = transactional_id(self._prefix(ctx), ctx.subtask_index, slot)
-        producer = self._producer(txn_id)
-        producer.begin_transaction()
         tag = f"{ctx.attempt_token or uuid.uuid4().hex}-{ctx.subtask_index}-{ctx.next_name()}"
-        txn = _Txn(txn_id, pool, slot, producer, tag)
+        txn = _Txn(txn_id, pool, slot, None, tag)
         self._busy[tag] = txn
+        # While the pool's fencing is under way (a broker round trip per id, 0.4 s in W5) the
+        # transaction cannot start, but the task need not wait for it: its records are kept (as they
+        # are anyway, for the committable) and produced once the fencing has ended, or at the latest by
+        # the pre-commit, which waits for it.
+        if not self._fencing_under_way(pool):
+            self._start(txn)
         return txn
+
+    def _fencing_under_way(self, pool_prefix: str) -> bool:
+        fencing = self._fencing.get(pool_prefix)
+        return fencing is not None and not fencing.done()
+
+    def _start(self, txn: _Txn) -> Producer:
+        """Begins `txn`'s Kafka transaction (waiting for the pool's fencing, if it still runs) and
+        produces the records it kept meanwhile."""
+        producer = self._producer(txn.transactional_id)
+        producer.begin_transaction()
+        txn.producer = producer
+        self._produce(txn, producer, txn.records)
+        return producer
 
     def write(self, txn: _Txn, values: list[Any], timestamps: list[int] | None) -> None:
         records = self._encoded(values, timestamps)
-        first = not txn.records
         txn.records.extend(records)
-        if first and records:
-            self._produce_first(txn.producer, records[0], txn.tag, None, txn)
+        if txn.producer is not None:
+            self._produce(txn, txn.producer, records)
+        elif not self._fencing_under_way(txn.pool_prefix):
+            self._start(txn)  # produces these records with the ones kept before them
+
+    def _produce(self, txn: _Txn, producer: Producer, records: list[Record]) -> None:
+        if records and not txn.tagged:
+            txn.tagged = True
+            self._produce_first(producer, records[0], txn.tag, None, txn)
             records = records[1:]
-        self._produce_all(txn.producer, records)
+        self._produce_all(producer, records)
 
     def _produce_first(
         self, producer: Producer, record: Record, tag: str, partition: int | None, txn: _Txn | None
@@ -148,7 +175,8 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         return delivered
 
     def pre_commit(self, txn: _Txn, checkpoint_id: int) -> KafkaCommittable:
-        left = txn.producer.flush(_TIMEOUT_S)
+        producer = txn.producer if txn.producer is not None else self._start(txn)
+        left = producer.flush(_TIMEOUT_S)
         if left:
             raise RuntimeError(
                 f"KafkaSink: {left} records not delivered to {self.topic} within {_TIMEOUT_S}s"
@@ -164,7 +192,7 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         from confluent_kafka import KafkaException
 
         txn = self._busy.pop(committable.tag, None)
-        if txn is not None:
+        if txn is not None and txn.producer is not None:
             try:
                 txn.producer.commit_transaction(_TIMEOUT_S)
                 self._idle[txn.transactional_id] = txn.producer
@@ -253,6 +281,8 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
 
     def abort(self, txn: _Txn) -> None:
         self._busy.pop(txn.tag, None)
+        if txn.producer is None:
+            return  # never started: nothing reached the broker
         try:
             txn.producer.abort_transaction(_TIMEOUT_S)
             self._idle[txn.transactional_id] = txn.producer
