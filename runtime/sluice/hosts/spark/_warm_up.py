@@ -9,7 +9,9 @@ of a small machine to itself. One empty task submitted as soon as the SparkConte
 daemon beside that work instead (bench/README.md, "Where the Spark host loses time").
 
 Only for `local[N]`: its one executor is up with the SparkContext, so one task warms it. On a cluster
-executors come and go and a task warms only the one it lands on.
+executors come and go and a task warms only the one it lands on. And only where the driver JVM has no
+daemon zygote (`_zygote.py`, which `start_spark` starts for local masters): with one, the daemon starts
+as a fork, and an empty task would only add a job to the attempt's start.
 
 `SparkHost` submits its first TaskManager stage only once the task has ended: a barrier stage
 submitted beside it may take every slot first and leave the task waiting, the daemon unstarted, until
