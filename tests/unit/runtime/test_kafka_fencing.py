@@ -88,6 +88,15 @@ def _sink() -> KafkaTransactionalSink:
     return sink
 
 
+def _fencing_sink(monkeypatch: pytest.MonkeyPatch) -> tuple[KafkaTransactionalSink, _Fences]:
+    """A sink whose pool's fencing has begun (`recover`) and waits for the test to release it."""
+    fences = _Fences()
+    monkeypatch.setattr(sink_module, "fenced_producer", fences)
+    sink = _sink()
+    sink.recover(CTX, [], 0)
+    return sink, fences
+
+
 CTX = TransactionContext("job", "out", 3, 0, "attempt-0")
 POOL = "sluice-job-out-3"
 
@@ -121,18 +130,14 @@ def test_a_transaction_begun_while_the_fencing_runs_keeps_its_records_until_it_e
 def test_the_first_write_after_the_fencing_ended_produces_the_kept_records_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fences = _Fences()
-    monkeypatch.setattr(sink_module, "fenced_producer", fences)
-    sink = _sink()
-    sink.recover(CTX, [], 0)
+    sink, fences = _fencing_sink(monkeypatch)
     txn = sink.begin(CTX)
     sink.write(txn, [b"kept"], None)
     fences.release.set()
     deadline = time.monotonic() + 30
-    while len(fences.fenced) < TRANSACTIONAL_ID_POOL:  # the fencing ends in its own thread
+    while sink._fencing_under_way(POOL):  # it ends in a thread of its own, its future a moment later
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    time.sleep(0.05)  # its future settles right after the last fence
     sink.write(txn, [b"next"], None)
     producer: Any = txn.producer
     assert isinstance(producer, _Producer), "the write after the fencing started the transaction"
@@ -143,10 +148,7 @@ def test_the_first_write_after_the_fencing_ended_produces_the_kept_records_first
 def test_a_transaction_that_never_started_aborts_without_the_broker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fences = _Fences()
-    monkeypatch.setattr(sink_module, "fenced_producer", fences)
-    sink = _sink()
-    sink.recover(CTX, [], 0)
+    sink, fences = _fencing_sink(monkeypatch)
     txn = sink.begin(CTX)
     sink.write(txn, [b"a"], None)
     sink.abort(txn)  # the task failed while the fencing ran

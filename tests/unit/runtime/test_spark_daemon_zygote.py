@@ -144,14 +144,7 @@ def test_other_interpreter_settings_are_refused_by_name_and_spark_gets_a_daemon_
 def test_without_a_zygote_the_daemon_starts_itself(zygote: Zygote, tmp_path: Path) -> None:
     env = _spark_env(zygote)
     env[SOCKET_ENV] = str(tmp_path / "nobody-listens.sock")
-    shim, port = _start_daemon(env, tmp_path)
-    try:
-        assert _authenticates(port, SECRET)
-    finally:
-        assert shim.stdin is not None
-        shim.stdin.close()
-    _wait_exit(shim)
-    stderr = shim.stderr.read().decode() if shim.stderr else ""
+    stderr = _a_daemon_serves(env, tmp_path)
     assert "no Python daemon zygote at" in stderr, "it looked for the zygote first, and says why not"
 
 
@@ -273,13 +266,19 @@ def _raw_request(zygote: Zygote, head: bytes, body: bytes, fds: int) -> bytes:
 
 
 def _serves_on(zygote: Zygote, tmp_path: Path) -> None:
-    shim, port = _start_daemon(_spark_env(zygote), tmp_path)
+    _a_daemon_serves(_spark_env(zygote), tmp_path)
+
+
+def _a_daemon_serves(env: dict[str, str], cwd: Path) -> str:
+    """Starts a daemon as Spark does, checks that it authenticates a worker, ends it; its stderr."""
+    shim, port = _start_daemon(env, cwd)
     try:
         assert _authenticates(port, SECRET)
     finally:
         assert shim.stdin is not None
         shim.stdin.close()
     _wait_exit(shim)
+    return shim.stderr.read().decode() if shim.stderr else ""
 
 
 def _until_gone(pid: int) -> None:
