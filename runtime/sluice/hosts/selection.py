@@ -84,7 +84,7 @@ def _spark_host(
         # task would only add a job to the attempt's start (bench/README.md, "The daemon zygote").
         warm_up=spark.is_local(master) and not spark.daemon_zygote_running(),
     )
-    return Hosting(host, context.stop)
+    return Hosting(host, lambda: spark.stop_spark(context))
 
 
 def _default_log_dir() -> Path:

@@ -4,7 +4,7 @@ Only this package imports PySpark (import-linter keeps the engine, the coordinat
 free of it), and it does so lazily where it can, so that `--host processes` never loads Spark.
 """
 
-from sluice.hosts.spark._context import SparkLog, daemon_zygote_running, start_spark
+from sluice.hosts.spark._context import SparkLog, daemon_zygote_running, start_spark, stop_spark
 from sluice.hosts.spark._errors import SparkSetupError
 from sluice.hosts.spark._host import SparkHost
 from sluice.hosts.spark._kubernetes import (
@@ -28,4 +28,5 @@ __all__ = [
     "local_master",
     "spark_settings",
     "start_spark",
+    "stop_spark",
 ]
