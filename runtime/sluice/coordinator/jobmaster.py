@@ -17,7 +17,6 @@ version) or the job fails.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -28,6 +27,7 @@ from typing import Any, NoReturn
 import cloudpickle
 
 from sluice._states import CheckpointKind, CheckpointStatus, JobState, StopMode, SubtaskState
+from sluice._waiting import wait_event
 from sluice.checkpoint.acknowledgement import Acknowledgement
 from sluice.checkpoint.coordinator import CheckpointConfig, CheckpointCoordinator
 from sluice.checkpoint.finishing import Finishing
@@ -236,8 +236,7 @@ class JobMaster:
         self.state = JobState.RESTARTING
         self.restarts += 1
         self.attempt += 1
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._end_requested.wait(), delay)
+        await wait_event(self._end_requested, delay)
         if self._end_request is not None:
             self.state = self._end_request.state
             return False

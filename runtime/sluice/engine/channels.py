@@ -13,10 +13,10 @@ channel times its waits on the `clock` its subtask gives it; a send that finds r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import Callable
 
+from sluice._waiting import wait_event
 from sluice.engine._queue_sizing import MAX_CAPACITY, QueueSizer
 from sluice.engine._task_metrics import WaitClock
 from sluice.engine.events import Event
@@ -122,8 +122,7 @@ class InputGate:
         self._available.clear()
         if self.poll_ready():
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._available.wait(), timeout)
+        await wait_event(self._available, timeout)
 
     def poll_ready(self) -> bool:
         return any(len(c) and i not in self.blocked for i, c in enumerate(self.channels))

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice._states import SubtaskState
+from sluice._waiting import wait_event
 from sluice.checkpoint.barrier import BarrierTiming
 from sluice.checkpoint.subtask import SubtaskCheckpointer
 from sluice.engine._alignment import AlignmentResult, BarrierAligner
@@ -251,8 +252,7 @@ class StreamTask:
             else:
                 self.wakeup.clear()
                 if not self.mailbox:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wakeup.wait(), timeout)
+                    await wait_event(self.wakeup, timeout)
         finally:
             idle.stop()
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 
+from sluice._waiting import within
 from sluice.transport.secret import TaskManagerLaunch
 
 
@@ -63,14 +64,14 @@ class ProcessHost:
         if grace_s > 0:
             # TaskManagers that were told to shut down exit by themselves; give them the time to.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(p.wait() for p in self.processes)), grace_s)
+                await within(asyncio.gather(*(p.wait() for p in self.processes)), grace_s)
         for proc in self.processes:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.terminate()
         for proc in self.processes:
             try:
-                await asyncio.wait_for(proc.wait(), 5)
+                await within(proc.wait(), 5)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()

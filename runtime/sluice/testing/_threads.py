@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import sys
 import threading
+import traceback
 
+from sluice._waiting import within
 from sluice.engine.taskmanager import TaskManager
 from sluice.transport.secret import TaskManagerLaunch
 
@@ -72,6 +76,22 @@ class _TaskManagerThread:
                 self._watchers.append((loop, future))
         return future
 
+    def where(self) -> str:
+        """The thread's stack and its loop's unfinished tasks, for the error that says it is stuck."""
+        frame = sys._current_frames().get(self.thread.ident or -1)
+        lines = ["thread:", *traceback.format_stack(frame)] if frame is not None else ["thread: gone"]
+        loop = self._loop
+        if loop is not None:
+            try:
+                tasks = list(asyncio.all_tasks(loop))
+            except RuntimeError:  # the set changed while it was read (it is another thread's)
+                tasks = []
+            for task in tasks:
+                stack = io.StringIO()
+                task.print_stack(file=stack)
+                lines.append(stack.getvalue())
+        return "".join(lines)
+
     def cancel(self) -> None:
         loop, main = self._loop, self._main
         if loop is not None and main is not None and not self.ended.is_set():
@@ -117,7 +137,7 @@ class ThreadHost:
         if grace_s > 0:
             # TaskManagers that were told to shut down end by themselves; give them the time to.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(t.watch() for t in threads)), grace_s)
+                await within(asyncio.gather(*(t.watch() for t in threads)), grace_s)
         for taskmanager in threads:
             taskmanager.cancel()
         for taskmanager in threads:
@@ -125,5 +145,6 @@ class ThreadHost:
             if taskmanager.thread.is_alive():
                 raise RuntimeError(
                     f"TaskManager {taskmanager.index} (a thread) did not end within {JOIN_TIMEOUT_S}s of "
-                    "being cancelled: user code is blocking its event loop"
+                    "being cancelled: user code is blocking its event loop, or one of its tasks does not "
+                    f"end when cancelled. Where it is:\n{taskmanager.where()}"
                 )

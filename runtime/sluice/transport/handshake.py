@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import secrets
 
+from sluice._waiting import within
 from sluice.transport.secret import JobSecret
 
 MAGIC = b"SLUICE\x00\x01"
@@ -67,8 +68,8 @@ async def accept(
     server_nonce = secrets.token_bytes(NONCE_BYTES)
     writer.write(MAGIC + server_nonce)
     try:
-        await asyncio.wait_for(writer.drain(), timeout_s)
-        answer = await asyncio.wait_for(reader.readexactly(NONCE_BYTES + MAC_BYTES), timeout_s)
+        await within(writer.drain(), timeout_s)
+        answer = await within(reader.readexactly(NONCE_BYTES + MAC_BYTES), timeout_s)
     except TimeoutError:
         raise HandshakeCut(f"no handshake within {timeout_s:g}s") from None
     except asyncio.IncompleteReadError:
@@ -91,7 +92,7 @@ async def connect(
 ) -> None:
     """The connecting side's half; raises `AuthenticationFailed` if the listener is not the job's."""
     try:
-        hello = await asyncio.wait_for(reader.readexactly(len(MAGIC) + NONCE_BYTES), timeout_s)
+        hello = await within(reader.readexactly(len(MAGIC) + NONCE_BYTES), timeout_s)
     except TimeoutError:
         raise HandshakeCut(f"the listener sent no handshake within {timeout_s:g}s") from None
     except asyncio.IncompleteReadError:
@@ -102,8 +103,8 @@ async def connect(
     client_nonce = secrets.token_bytes(NONCE_BYTES)
     writer.write(client_nonce + _proof(secret, b"client", purpose, server_nonce, client_nonce))
     try:
-        await asyncio.wait_for(writer.drain(), timeout_s)
-        proof = await asyncio.wait_for(reader.readexactly(MAC_BYTES), timeout_s)
+        await within(writer.drain(), timeout_s)
+        proof = await within(reader.readexactly(MAC_BYTES), timeout_s)
     except TimeoutError:
         raise HandshakeCut(f"the listener did not answer the handshake within {timeout_s:g}s") from None
     except asyncio.IncompleteReadError:

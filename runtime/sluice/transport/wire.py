@@ -16,6 +16,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from sluice._waiting import within
 from sluice.transport import handshake
 from sluice.transport._admission import Admission, RefusalLog
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch, TlsMaterial
@@ -149,7 +150,7 @@ class Wire:
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         timeout_s = self.handshake_timeout_s
         try:
-            reader, writer = await asyncio.wait_for(
+            reader, writer = await within(
                 asyncio.open_connection(
                     host,
                     port,

@@ -23,6 +23,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
+from sluice._waiting import within
 from sluice.hosts.spark._failure import describe_failure
 from sluice.hosts.spark._launch_file import LaunchFiles
 from sluice.hosts.spark._sealed_launch import can_seal, seal, secret_files
@@ -179,14 +180,14 @@ class SparkHost:
         if grace_s > 0:
             # TaskManagers that were told to shut down end their tasks, and the Spark job completes.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(stage.done), grace_s)
+                await within(asyncio.shield(stage.done), grace_s)
         deadline = time.monotonic() + self.stop_timeout_s
         try:
             while not stage.done.done() and time.monotonic() < deadline:
                 # Repeated: the background thread may submit the job just after a first cancel.
                 await asyncio.to_thread(self.context.cancelJobGroup, stage.group)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(stage.done), 1.0)
+                    await within(asyncio.shield(stage.done), 1.0)
             # The Spark job has ended, but killed tasks may still be winding down (Spark kills a Python
             # worker that ignores the interrupt after spark.python.task.killTimeout). Nothing may be
             # left running when stop() returns: the next attempt needs the slots, and a stale
