@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from e2e._storage import E2EStorage
 from testkit.kube import KubeEnv
-from testkit.ports import free_server_port
+from testkit.ports import free_loopback_port, free_server_port
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "sluice-operator"
@@ -33,9 +32,9 @@ IMAGE_REPOSITORY, IMAGE_TAG = "sluice", "dev"  # what examples/k8s/*.yaml name, 
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    # Below the ephemeral range, checked free (testkit.ports): a port the kernel hands out for bind(0) can
+    # be taken by any outgoing connection before the server binds it (seen: the operator's health port).
+    return free_loopback_port()
 
 
 def coordinator_rest_port() -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -17,15 +16,16 @@ from pathlib import Path
 
 from testkit._kube_pki import Pki, generate_pki
 from testkit._kube_process import ManagedProcess
+from testkit.ports import free_loopback_port
 
 SERVICE_CIDR = "10.0.0.0/24"
 _SERVICE_IP = "10.0.0.1"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    # Below the ephemeral range, checked free (testkit.ports): a port the kernel hands out for bind(0) can
+    # be taken by any outgoing connection before the server binds it (seen: the operator's health port).
+    return free_loopback_port()
 
 
 def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:

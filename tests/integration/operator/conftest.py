@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from testkit.kube import KubeEnv, kube_env, kube_namespace, process_kubelet  # noqa: F401  (fixtures)
+from testkit.ports import free_loopback_port
 
 # What the per-job NetworkPolicies let call the REST API (the chart gives its pods' labels).
 OPERATOR_LABELS = "app.kubernetes.io/name=sluice-operator"
@@ -30,9 +30,9 @@ _START_TIMEOUT_S = 60
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    # Below the ephemeral range, checked free (testkit.ports): a port the kernel hands out for bind(0) can
+    # be taken by any outgoing connection before the server binds it (seen: the operator's health port).
+    return free_loopback_port()
 
 
 @dataclass

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import time
 from typing import Any
 
@@ -24,6 +23,7 @@ from sluice.transport.handshake import CONTROL
 from sluice.transport.messages import TASKMANAGER_REPORTS, Register, Shutdown, decode_message, encode_message
 from sluice.transport.secret import DEFAULT_MAX_FRAME_BYTES, JobSecret, TaskManagerLaunch
 from sluice.transport.wire import Wire
+from testkit.ports import free_loopback_port
 from testkit.probe import descendants
 from testkit.spark import still_running
 
@@ -75,9 +75,9 @@ class StandInCoordinator:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    # Below the ephemeral range, checked free (testkit.ports): a port the kernel hands out for bind(0) can
+    # be taken by any outgoing connection before the server binds it (seen: the operator's health port).
+    return free_loopback_port()
 
 
 def _group_stages(context: Any, group: str) -> list[Any]:

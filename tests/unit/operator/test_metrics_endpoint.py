@@ -3,18 +3,18 @@ process (the integration tests run one per test on a thread) finds no server of 
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
 
 from sluice_operator.handlers import metrics
+from testkit.ports import free_loopback_port
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    # Below the ephemeral range, checked free (testkit.ports): a port the kernel hands out for bind(0) can
+    # be taken by any outgoing connection before the server binds it (seen: the operator's health port).
+    return free_loopback_port()
 
 
 def test_the_endpoint_serves_until_stopped_and_then_frees_its_port() -> None:
