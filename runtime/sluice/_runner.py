@@ -38,6 +38,7 @@ from sluice.coordinator.validation import RestoreRefused
 from sluice.coordinator.views import job_view, sum_metrics
 from sluice.graph.jobgraph import GraphError, JobGraph
 from sluice.hosts.base import HostSetupError, HostUnavailable
+from sluice.hosts.processes import ProcessHost
 from sluice.hosts.selection import make_host
 
 EXIT_FINISHED, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
@@ -170,7 +171,10 @@ def exit_code(state: str) -> int:
     return EXIT_FINISHED if state == JobState.FINISHED else EXIT_FAILED
 
 
-def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
+def run_command(
+    args: argparse.Namespace, default_checkpoint_dir: str, process_host: ProcessHost | None = None
+) -> int:
+    """`sluice run`. `process_host`: a process host whose first TaskManagers were started early."""
     # A shell without job control (a script's `sluice run ... &`) starts a command with SIGINT ignored,
     # and Python keeps an inherited SIG_IGN: a SIGINT before the job's own handler is in place (while
     # Spark starts, say) would be lost. Until then SIGINT interrupts the start, as in a terminal.
@@ -201,7 +205,7 @@ def run_command(args: argparse.Namespace, default_checkpoint_dir: str) -> int:
         rest = rest_settings(args, config)
         probe_rest_port(rest.host, rest.port)
         probe_writable(config.checkpoint_dir, "--checkpoint-dir")
-        hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say)
+        hosting = make_host(args, config.taskmanagers, config.job_id, graph.name, _say, process_host)
     except (UsageError, HostSetupError, PreflightError) as err:
         _say(f"error: {err}")
         return EXIT_USAGE

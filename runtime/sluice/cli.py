@@ -11,6 +11,7 @@ from sluice._durations import parse_duration
 from sluice._sizes import parse_size
 from sluice._states import RestartKind
 from sluice._tokens import ENV_VAR
+from sluice.hosts.processes import ProcessHost
 
 
 def _version() -> str:
@@ -318,9 +319,13 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
-    if args.command == "run":
+def _run(args: argparse.Namespace) -> int:
+    early: ProcessHost | None = None
+    if args.host == "processes":
+        # Before the coordinator's own imports: the TaskManagers import the engine meanwhile.
+        early = ProcessHost()
+        early.start_early(args.taskmanagers or args.parallelism)
+    try:
         from sluice._private_dirs import PrivateDirectoryError, scratch_directory, scratch_path
         from sluice._runner import EXIT_USAGE, run_command
 
@@ -328,8 +333,18 @@ def main(argv: list[str] | None = None) -> None:
             default = scratch_directory("checkpoints") if args.checkpoint_dir is None else None
         except PrivateDirectoryError as err:
             print(f"sluice: error: {err}", file=sys.stderr)
-            sys.exit(EXIT_USAGE)
-        sys.exit(run_command(args, default_checkpoint_dir=str(default or scratch_path("checkpoints"))))
+            return EXIT_USAGE
+        checkpoints = str(default or scratch_path("checkpoints"))
+        return run_command(args, default_checkpoint_dir=checkpoints, process_host=early)
+    finally:
+        if early is not None:
+            early.discard_early()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    if args.command == "run":
+        sys.exit(_run(args))
     try:
         sys.exit(client_command(args))
     except ClientError as err:

@@ -53,7 +53,7 @@ from sluice.transport.messages import (
     decode_message,
     encode_message,
 )
-from sluice.transport.secret import TaskManagerLaunch
+from sluice.transport.secret import LaunchSettingsError, TaskManagerLaunch
 from sluice.transport.wire import Wire
 
 log = logging.getLogger(__name__)
@@ -314,7 +314,15 @@ def main(argv: list[str] | None = None) -> None:
     # job is the coordinator's to do (it cancels and stops its TaskManagers); dying here first would only
     # print a KeyboardInterrupt traceback per TaskManager and fail the attempt under the cancel.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    launch = TaskManagerLaunch.decode(sys.stdin.readline())
+    line = sys.stdin.readline()
+    if not line:
+        # The pipe closed with nothing in it: the coordinator ended before it needed this TaskManager
+        # (`ProcessHost.start_early`). There is nothing to do.
+        sys.exit(0)
+    try:
+        launch = TaskManagerLaunch.decode(line)
+    except LaunchSettingsError as err:
+        sys.exit(f"sluice TaskManager: {err} (its launch settings come from the coordinator that starts it)")
     tune_for_records()
     profile_dir = os.environ.get("SLUICE_PROFILE_DIR")
     if profile_dir:

@@ -25,9 +25,17 @@ class Hosting:
 
 
 def make_host(
-    args: argparse.Namespace, taskmanagers: int, job_id: str, job_name: str, say: Callable[[str], None]
+    args: argparse.Namespace,
+    taskmanagers: int,
+    job_id: str,
+    job_name: str,
+    say: Callable[[str], None],
+    process_host: ProcessHost | None = None,
 ) -> Hosting:
-    """The host for `sluice run` arguments (`--host`, `--master`, `--spark-conf`, `--spark-log`)."""
+    """The host for `sluice run` arguments (`--host`, `--master`, `--spark-conf`, `--spark-log`).
+
+    `process_host`, for `--host processes`: one whose first TaskManagers were started early.
+    """
     if args.host == "processes":
         spark_only = (
             ("--master", args.master),
@@ -37,7 +45,8 @@ def make_host(
         given = [flag for flag, value in spark_only if value]
         if given:
             raise HostSetupError(f"{' and '.join(given)} apply to --host spark only, not --host processes")
-        return Hosting(ProcessHost(), lambda: None)
+        host = process_host or ProcessHost()
+        return Hosting(host, host.discard_early)
     return _spark_host(args, taskmanagers, job_id, job_name, say)
 
 
