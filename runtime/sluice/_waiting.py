@@ -5,7 +5,7 @@ that result arrived but before the task resumed (CPython gh-86296, fixed in 3.12
 task took the cancellation, and the task goes on as if nobody had asked it to end. A stream task that
 goes on after its TaskManager was cancelled runs to its end and then waits for a final checkpoint
 that never comes. `sluice.testing` saw a TaskManager thread not end within 30 s of being cancelled
-(`tests/integration/runtime/test_data_port_flood.py`, 2 runs in about 140, no stack kept; its host now
+(`tests/integration/runtime/test_data_port_flood.py`, 2 runs in about 187, no stack kept; its host now
 reports the stuck thread's stack). These helpers use `asyncio.timeout`, which keeps a cancellation that
 comes from anywhere else; `tests/unit/runtime/test_waiting.py` fails with `wait_for` in their place.
 """

@@ -53,7 +53,7 @@ class TaskManagerProcess:
             return code
         try:
             pidfd = os.pidfd_open(self.pid)
-        except OSError:  # a kernel older than 5.3: look now and then
+        except (AttributeError, OSError):  # not Linux, or a kernel older than 5.3: look now and then
             while (code := self._popen.poll()) is None:
                 await asyncio.sleep(0.05)
             return code
