@@ -89,6 +89,11 @@ tier() {
     if [ "$code" -eq 5 ] && [ $# -gt 3 ]; then
         code=0  # the caller's own selection (-k, -m) left nothing of this tier to run
     fi
+    if [ ! -s "$reports/$name.xml" ] && [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then
+        # pytest ended before it wrote its report (a crash: 139 is a segmentation fault): the closing
+        # total cannot count this tier's tests, so it says so.
+        echo "the $name tier (pytest exit code $code, no report)" >>"$reports/unreported"
+    fi
     wall=$(( $(date +%s) - tier_started ))
     children_cpu
     read -r cpu <"$reports/cpu"
@@ -177,6 +182,11 @@ stop_node_session
 echo "== slowest 30 tests of the run (setup + call + teardown)" >&2
 .venv/bin/python scripts/_slowest.py 30 "$reports"/*.xml >&2 || true
 echo "test.sh: done in $(( $(date +%s) - started ))s" >&2
-# The last line: every tier's tests counted together (pytest's own summary covers only its tier).
-.venv/bin/python scripts/_slowest.py --totals "$reports"/*.xml || true
+# The last line: every tier's tests counted together (pytest's own summary covers only its tier), and
+# any tier that crashed before it could be counted.
+total=$(.venv/bin/python scripts/_slowest.py --totals "$reports"/*.xml || true)
+if [ -s "$reports/unreported" ]; then
+    total="$total; not counted: $(paste -sd ';' "$reports/unreported")"
+fi
+echo "$total"
 exit "$status"
