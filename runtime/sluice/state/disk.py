@@ -148,7 +148,19 @@ class Store:
         return self.commits, self.pending
 
     def close(self) -> None:
+        """On the thread that writes the store, the one its write transaction belongs to.
+
+        The write transaction ends here, on that thread, even while a snapshot still reads the store:
+        its lock is a robust pthread mutex, which only the thread that locked it can unlock and which
+        stays on that thread's list of robust mutexes until it does. The environment is closed by
+        whoever lets go last, possibly the snapshot writer's thread (`reader_done`); had that thread
+        ended the transaction, its unlock would have failed and the close would have unmapped the
+        lock file under a mutex still listed on this thread, so that the next LMDB lock taken here
+        wrote through the stale entry: a segmentation fault, or a stray write into whatever was
+        mapped there since (tests/unit/runtime/test_disk_store_threads.py).
+        """
         self.closing = True
+        self.txn.abort()
         if self.readers == 0:
             self._close_now()
 
@@ -159,7 +171,6 @@ class Store:
 
     def _close_now(self) -> None:
         try:
-            self.txn.abort()
             self.env.close()
         finally:
             shutil.rmtree(self.path, ignore_errors=True)
