@@ -69,6 +69,13 @@ def test_only_the_most_recently_used_archives_and_no_abandoned_dumps_are_kept(tm
     os.utime(abandoned, (day_old, day_old))
     os.utime(writing, (day_old, day_old))
     jvm = subprocess.Popen(["sh", "-c", "sleep 30", str(writing)])  # a JVM still dumping there
+    # Popen returns once the child's exec is under way, a moment before the kernel gives the new
+    # program its command line: a scan in that moment read an empty one and removed the dump (once
+    # in the whole suite). A JVM dumping for a day has long had its command line.
+    cmdline = Path(f"/proc/{jvm.pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while str(writing).encode() not in cmdline.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.001)
     try:
         assert java_options("4.3.0", str(tmp_path), env) == [f"-XX:SharedArchiveFile={current}"]
     finally:
