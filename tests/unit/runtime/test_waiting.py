@@ -9,10 +9,13 @@ attempt was cancelled.
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
 import pytest
 
 from sluice._waiting import wait_event, within
+
+T = TypeVar("T")
 
 
 def test_wait_event_says_whether_the_event_came_in_time() -> None:
@@ -34,6 +37,18 @@ def test_within_gives_the_result_or_raises_timeout_error() -> None:
     assert asyncio.run(scenario()) == 7
 
 
+async def _cancel_turns_later(waiting: asyncio.Task[T], turns: int) -> tuple[bool, T | None]:
+    """`turns` turns of the loop later, cancels `waiting`: (True, None) if it took the cancellation,
+    which it must then end with; (False, its result) if it had ended already."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    if waiting.cancel():
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return True, None
+    return False, await waiting
+
+
 @pytest.mark.parametrize("turns", [0, 1, 2, 3])
 def test_a_cancellation_the_task_accepted_is_never_lost(turns: int) -> None:
     """The event comes, then `turns` turns of the loop later a cancel: whenever `cancel()` says the task
@@ -44,13 +59,9 @@ def test_a_cancellation_the_task_accepted_is_never_lost(turns: int) -> None:
         waiting = asyncio.create_task(wait_event(event, 10))
         await asyncio.sleep(0)  # it waits
         event.set()
-        for _ in range(turns):
-            await asyncio.sleep(0)
-        if waiting.cancel():
-            with pytest.raises(asyncio.CancelledError):
-                await waiting
-        else:
-            assert await waiting is True, "too late to cancel: it had ended, with the event"
+        cancelled, result = await _cancel_turns_later(waiting, turns)
+        if not cancelled:
+            assert result is True, "too late to cancel: it had ended, with the event"
 
     asyncio.run(scenario())
 
@@ -62,12 +73,8 @@ def test_a_cancellation_accepted_after_the_result_came_is_never_lost(turns: int)
         waiting = asyncio.create_task(within(result, 10))
         await asyncio.sleep(0)
         result.set_result(1)
-        for _ in range(turns):
-            await asyncio.sleep(0)
-        if waiting.cancel():
-            with pytest.raises(asyncio.CancelledError):
-                await waiting
-        else:
-            assert await waiting == 1
+        cancelled, value = await _cancel_turns_later(waiting, turns)
+        if not cancelled:
+            assert value == 1
 
     asyncio.run(scenario())
