@@ -1,6 +1,7 @@
 """Benchmark W5: Kafka -> W1's 1 s event-time windows -> Kafka, Sluice against Structured Streaming.
 
     .venv/bin/python bench/kafka.py [--events 2000000] [--repeat 1] [--engines eo,alo,ss] [--warmup 1]
+        [--baseline REF]
 
 One command starts a Kafka 4 broker (tests/testkit/kafka.py, jars from scripts/kafka-jars.sh), fills an
 input topic of 3 partitions with `--events` JSON events of W1's shape (untimed), then runs on that same
@@ -12,6 +13,10 @@ exactly-once runs (the broker's JVM is cold at first: the same job ran 12.7 s, t
 - `alo`: the same job with KafkaSink at-least-once (the price of exactly-once is the difference);
 - `ss`: Spark Structured Streaming (local[2]) with Spark's own Kafka source and sink
   (bench/_kafka_spark.py), reading the topic from earliest to its end with Trigger.AvailableNow.
+
+With `--baseline REF`, Sluice's engines also run on REF's runtime (a temporary git worktree, its
+`runtime/` first on PYTHONPATH) in the same rounds, the order of all runs reversed every other round, and
+the report adds each candidate figure's ratio to its baseline: an A/B of a change in one command.
 
 Every output topic is read back with read_committed and compared, window by window, with a reference
 computed in plain Python; a run with a lost, duplicated or wrong window is reported as WRONG and its
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from _harness import REPO, BenchJob, cpu_seconds, environment_note  # noqa: E402
 from _kafka_spark import run_w5_structured_streaming  # noqa: E402
 from _structured_streaming import expected_windows, w1_event  # noqa: E402
+from _w1_trees import worktrees  # noqa: E402
 from testkit.kafka import KafkaBroker, kafka_libs  # noqa: E402
 
 W5 = REPO / "bench" / "_kafka_w5.py"
@@ -113,7 +120,10 @@ def check_output(broker: KafkaBroker, topic: str, n: int) -> dict[str, Any]:
     }
 
 
-def run_sluice(broker: KafkaBroker, source: str, n: int, delivery: str, work: Path) -> dict[str, Any]:
+def run_sluice(
+    broker: KafkaBroker, source: str, n: int, delivery: str, work: Path, tree: Path | None = None
+) -> dict[str, Any]:
+    """One run of W5 on this checkout's runtime, or on `tree`'s."""
     output = new_topic(broker, delivery, PARTITIONS)
     chk = work / f"chk-{delivery}-{time.monotonic_ns()}"
     broker_cpu0 = cpu_seconds(broker.process.pid) if broker.process else 0.0
@@ -123,6 +133,7 @@ def run_sluice(broker: KafkaBroker, source: str, n: int, delivery: str, work: Pa
         *("--arg", f"output={output}", "--arg", f"delivery={delivery}"),
         *("--parallelism", "2", "--host", "processes", "--job-id", "w5"),
         *("--checkpoint-dir", f"file://{chk}", "--checkpoint-interval", "1s"),
+        env={"PYTHONPATH": str(tree / "runtime")} if tree is not None else None,
     )
     job.wait_ready()
     started_ms = job.get("/v1/job")["startTime"]
@@ -168,7 +179,31 @@ def _median_rate(samples: list[dict[str, Any]], n: int) -> float | None:
     return statistics.median(good) if good else None
 
 
-def report(runs: dict[str, list[dict[str, Any]]], n: int) -> None:
+def _name(engine: str) -> str:
+    base, _, ref = engine.partition("@")
+    return f"{ENGINES[base]} at {ref}" if ref else ENGINES[base]
+
+
+def _paired(runs: dict[str, list[dict[str, Any]]], a: str, b: str, key: str) -> float:
+    """The median over rounds of a's figure over b's in the same round. The machine's speed drifts (one
+    commit's CPU seconds spread by half over a command here), and within a round it drifts least."""
+    return float(statistics.median(x[key] / y[key] for x, y in zip(runs[a], runs[b], strict=True)))
+
+
+def _report_ab(runs: dict[str, list[dict[str, Any]]], ref: str) -> None:
+    """Each Sluice engine on this checkout against itself on `ref`, and exactly-once's cost at `ref`, each
+    as the median of the ratios within a round."""
+    figures = (("job_s", "events/s"), ("cpu_s", "1/CPU s"), ("broker_cpu_s", "1/broker CPU s"))
+    for base in ("eo", "alo"):
+        if base in runs and f"{base}@{ref}" in runs:
+            ratios = [f"{label} {_paired(runs, f'{base}@{ref}', base, key):.3f}x" for key, label in figures]
+            print(f"{ENGINES[base]}, this checkout against {ref}, paired by round: {', '.join(ratios)}")
+    if f"eo@{ref}" in runs and f"alo@{ref}" in runs:
+        cost = 1 - _paired(runs, f"alo@{ref}", f"eo@{ref}", "job_s")
+        print(f"At {ref}, paired by round: exactly-once costs {cost:.1%} of the at-least-once rate")
+
+
+def report(runs: dict[str, list[dict[str, Any]]], n: int, baseline: str | None = None) -> None:
     rates = {e: _median_rate(s, n) for e, s in runs.items()}
     print(
         "| engine | events/s (median) | job s | wall s incl. start-up | CPU s | broker CPU s "
@@ -183,7 +218,7 @@ def report(runs: dict[str, list[dict[str, Any]]], n: int) -> None:
         verdicts = "; ".join(sorted({r["verdict"] for r in samples}))
         shown = f"{rate:,.0f}" if rate is not None else "— (not timed: wrong output)"
         print(
-            f"| {ENGINES[engine]} | {shown} | {med['job_s']:.2f} | {med['wall_s']:.2f} | {med['cpu_s']:.2f} "
+            f"| {_name(engine)} | {shown} | {med['job_s']:.2f} | {med['wall_s']:.2f} | {med['cpu_s']:.2f} "
             f"| {med['broker_cpu_s']:.2f} | {peak:.0f} MiB | {verdicts} |"
         )
     print()
@@ -193,6 +228,8 @@ def report(runs: dict[str, list[dict[str, Any]]], n: int) -> None:
         print(
             f"Sluice exactly-once / Structured Streaming: {eo / ss:.2f}x (goal >= {GOAL_VS_SS:.0f}x: {met})"
         )
+        paired_ss = _paired(runs, "ss", "eo", "job_s")
+        print(f"The same, paired by round (the median of each round's ratio): {paired_ss:.2f}x")
     if eo is not None and alo is not None:
         cost = 1 - eo / alo
         met = "met" if cost < GOAL_EO_COST else "NOT met"
@@ -200,11 +237,17 @@ def report(runs: dict[str, list[dict[str, Any]]], n: int) -> None:
             f"Sluice at-least-once / exactly-once: {alo / eo:.2f}x; exactly-once costs {cost:.1%} of the "
             f"at-least-once rate (goal < {GOAL_EO_COST:.0%}: {met})"
         )
+        paired = 1 - _paired(runs, "alo", "eo", "job_s")
+        print(
+            f"The same, paired by round (the median of each round's ratio): exactly-once costs {paired:.1%}"
+        )
+    if baseline:
+        _report_ab(runs, baseline)
     print("\nRuns:")
     for engine, samples in runs.items():
         for r in samples:
             print(
-                f"  {ENGINES[engine]}: job {r['job_s']:.2f} s, wall {r['wall_s']:.2f} s, "
+                f"  {_name(engine)}: job {r['job_s']:.2f} s, wall {r['wall_s']:.2f} s, "
                 f"CPU {r['cpu_s']:.2f} s, "
                 f"broker CPU {r['broker_cpu_s']:.2f} s, {r['records']} records "
                 f"({r['records_expected']} windows expected): {r['verdict']}"
@@ -227,10 +270,15 @@ def main() -> None:
         help="untimed Sluice exactly-once runs first: they warm the broker's JVM and create its transaction "
         "state topic, which the first timed run of whichever engine came first paid for alone",
     )
+    parser.add_argument(
+        "--baseline", metavar="REF", help="also run Sluice's engines on this commit's runtime (an A/B)"
+    )
     args = parser.parse_args()
     engines = args.engines.split(",")
     if unknown := [e for e in engines if e not in ENGINES]:
         parser.error(f"unknown engine(s) {unknown}: choose from {', '.join(ENGINES)}")
+    if args.baseline:
+        engines += [f"{e}@{args.baseline}" for e in engines if e != "ss"]
     if args.events <= 0 or args.repeat <= 0:
         parser.error("--events and --repeat must be positive")
     work = Path(tempfile.mkdtemp(prefix="sluice-w5-"))
@@ -238,7 +286,13 @@ def main() -> None:
     broker.base_dir.mkdir()
     print(f"# W5, {args.events:,} events, {PARTITIONS} partitions ({environment_note()})\n", flush=True)
     runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+    stack = ExitStack()
     try:
+        tree = (
+            stack.enter_context(worktrees({"baseline": args.baseline}, work / "trees"))["baseline"]
+            if args.baseline
+            else None
+        )
         broker.start()
         t0 = time.monotonic()
         source = fill_input(broker, args.events)
@@ -246,17 +300,20 @@ def main() -> None:
         for _ in range(args.warmup):
             warm = run_sluice(broker, source, args.events, "exactly-once", work)
             print(f"warm-up run (not counted): job {warm['job_s']:.2f} s, {warm['verdict']}\n", flush=True)
-        for _ in range(args.repeat):
-            for engine in engines:
-                if engine == "ss":
+        for round_ in range(args.repeat):
+            for engine in engines if round_ % 2 == 0 else engines[::-1]:
+                base, _, ref = engine.partition("@")
+                if base == "ss":
                     runs[engine].append(run_spark(broker, source, args.events, work))
                 else:
-                    delivery = "exactly-once" if engine == "eo" else "at-least-once"
-                    runs[engine].append(run_sluice(broker, source, args.events, delivery, work))
+                    delivery = "exactly-once" if base == "eo" else "at-least-once"
+                    on = tree if ref else None
+                    runs[engine].append(run_sluice(broker, source, args.events, delivery, work, on))
     finally:
+        stack.close()
         broker.stop()
         shutil.rmtree(work, ignore_errors=True)
-    report(runs, args.events)
+    report(runs, args.events, args.baseline)
     if not all(r["correct"] for samples in runs.values() for r in samples):
         sys.exit(1)
 

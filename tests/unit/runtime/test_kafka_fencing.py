@@ -22,6 +22,7 @@ from sluice.connectors.base import TransactionContext
 from sluice.connectors.kafka import KafkaTransactionalSink
 from sluice.connectors.kafka import sink as sink_module
 from sluice.connectors.kafka._common import TRANSACTIONAL_ID_POOL, TXN_HEADER
+from sluice.connectors.kafka._packed import unpack
 
 
 class _Producer:
@@ -124,7 +125,7 @@ def test_a_transaction_begun_while_the_fencing_runs_keeps_its_records_until_it_e
     assert producer.produced[0][1] == [(TXN_HEADER, txn.tag.encode())], "the first one tagged"
     assert producer.produced[1][1] == []
     assert (committable.probe_partition, committable.probe_offset) == (0, 0)
-    assert [r[1] for r in committable.records] == [b"a", b"b"]
+    assert [r[1] for r in unpack(committable.records)] == [b"a", b"b"]
 
 
 def test_the_first_write_after_the_fencing_ended_produces_the_kept_records_first(

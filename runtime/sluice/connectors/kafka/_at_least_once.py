@@ -8,12 +8,11 @@ from typing import Any
 
 from sluice.connectors.base import Sink, SinkWriter
 from sluice.connectors.kafka._common import check_format, encode, encode_key
+from sluice.connectors.kafka._packed import Encoded
 
 log = logging.getLogger(__name__)
 
 _TIMEOUT_S = 60.0
-Record = tuple[bytes | None, bytes | None, int | None]
-"""(key, value, timestamp in ms) as they go to Kafka."""
 
 
 class KafkaSinkBase:
@@ -34,13 +33,15 @@ class KafkaSinkBase:
     def _config(self, **extra: Any) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap_servers, **self.properties, **extra}
 
-    def _encoded(self, values: list[Any], timestamps: list[int] | None) -> list[Record]:
+    def _encoded(self, values: list[Any], timestamps: list[int] | None) -> Encoded:
+        if timestamps is not None and len(timestamps) != len(values):
+            raise ValueError(f"KafkaSink: {len(values)} records came with {len(timestamps)} timestamps")
         fmt, key = self.value_format, self.key
-        stamps: list[int | None] = list(timestamps) if timestamps is not None else [None] * len(values)
-        return [
-            (encode_key(key(v)) if key is not None else None, encode(v, fmt), t)
-            for v, t in zip(values, stamps, strict=True)
-        ]
+        return Encoded(
+            [encode_key(key(v)) for v in values] if key is not None else None,
+            [encode(v, fmt) for v in values],
+            list(timestamps) if timestamps is not None else None,
+        )
 
 
 class KafkaAtLeastOnceSink(KafkaSinkBase, Sink):
@@ -77,7 +78,7 @@ class _AtLeastOnceWriter(SinkWriter):
 
     def write(self, values: list[Any], timestamps: list[int] | None) -> None:
         producer, topic = self.producer, self.sink.topic
-        for key, value, stamp in self.sink._encoded(values, timestamps):
+        for key, value, stamp in self.sink._encoded(values, timestamps).rows():
             while True:
                 try:
                     producer.produce(topic, value, key, timestamp=stamp or 0)

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from sluice.connectors.base import TransactionContext, TwoPhaseCommitSink
-from sluice.connectors.kafka._at_least_once import KafkaAtLeastOnceSink, KafkaSinkBase, Record
+from sluice.connectors.kafka._at_least_once import KafkaAtLeastOnceSink, KafkaSinkBase
 from sluice.connectors.kafka._common import (
     DEFAULT_TRANSACTION_TIMEOUT_MS,
     TRANSACTIONAL_ID_POOL,
@@ -45,6 +45,7 @@ from sluice.connectors.kafka._common import (
     free_slot,
     transactional_id,
 )
+from sluice.connectors.kafka._packed import Encoded, PackedRecords, Record, pack, unpack
 from sluice.connectors.kafka._settle import already_committed, fenced_producer
 
 if TYPE_CHECKING:
@@ -62,7 +63,9 @@ class KafkaCommittable:
     tag: str
     probe_partition: int
     probe_offset: int
-    records: tuple[Record, ...]
+    records: tuple[PackedRecords | Record, ...]
+    """The transaction's records, packed per written batch (one by one in checkpoints taken before they
+    were packed: `_packed.unpack` reads both)."""
 
 
 @dataclass
@@ -71,9 +74,12 @@ class _Txn:
     pool_prefix: str
     slot: int
     producer: Producer | None
-    """None until the pool's fencing has ended: the records wait in `records` until then."""
+    """None until the pool's fencing has ended: what is written waits in `unsent` until then."""
     tag: str
-    records: list[Record] = field(default_factory=list)
+    packed: list[PackedRecords] = field(default_factory=list)
+    """The copy of every record written, for the committable."""
+    unsent: list[Encoded] = field(default_factory=list)
+    """What was written while `producer` was None, to produce once it is not."""
     probe: tuple[int, int] | None = None
     tagged: bool = False
     """Whether the first record, the one with the tag header, has been handed to the producer."""
@@ -137,23 +143,29 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         producer = self._producer(txn.transactional_id)
         producer.begin_transaction()
         txn.producer = producer
-        self._produce(txn, producer, txn.records)
+        unsent, txn.unsent = txn.unsent, []
+        for encoded in unsent:
+            self._produce(txn, producer, encoded)
         return producer
 
     def write(self, txn: _Txn, values: list[Any], timestamps: list[int] | None) -> None:
-        records = self._encoded(values, timestamps)
-        txn.records.extend(records)
+        encoded = self._encoded(values, timestamps)
+        if not len(encoded):
+            return
+        txn.packed.append(pack(encoded))
         if txn.producer is not None:
-            self._produce(txn, txn.producer, records)
-        elif not self._fencing_under_way(txn.pool_prefix):
+            self._produce(txn, txn.producer, encoded)
+            return
+        txn.unsent.append(encoded)
+        if not self._fencing_under_way(txn.pool_prefix):
             self._start(txn)  # produces these records with the ones kept before them
 
-    def _produce(self, txn: _Txn, producer: Producer, records: list[Record]) -> None:
-        if records and not txn.tagged:
+    def _produce(self, txn: _Txn, producer: Producer, encoded: Encoded) -> None:
+        if not txn.tagged:
             txn.tagged = True
-            self._produce_first(producer, records[0], txn.tag, None, txn)
-            records = records[1:]
-        self._produce_all(producer, records)
+            self._produce_first(producer, encoded.first(), txn.tag, None, txn)
+            encoded = encoded.tail()
+        self._produce_all(producer, encoded.rows())
 
     def _produce_first(
         self, producer: Producer, record: Record, tag: str, partition: int | None, txn: _Txn | None
@@ -181,11 +193,11 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
             raise RuntimeError(
                 f"KafkaSink: {left} records not delivered to {self.topic} within {_TIMEOUT_S}s"
             )
-        if txn.records and txn.probe is None:
+        if txn.packed and txn.probe is None:
             raise RuntimeError(f"KafkaSink: the first record of transaction {txn.tag} was not delivered")
         partition, offset = txn.probe or (-1, -1)
         return KafkaCommittable(
-            txn.transactional_id, txn.pool_prefix, txn.tag, partition, offset, tuple(txn.records)
+            txn.transactional_id, txn.pool_prefix, txn.tag, partition, offset, tuple(txn.packed)
         )
 
     def commit(self, committable: KafkaCommittable) -> None:
@@ -221,10 +233,10 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
             "KafkaSink: transaction %s of a completed checkpoint was aborted by the restore's fencing; "
             "re-sending its %d records from the checkpoint",
             committable.tag,
-            len(committable.records),
+            len(records := unpack(committable.records)),
         )
         producer.begin_transaction()
-        first, *rest = committable.records
+        first, *rest = records
         self._produce_first(producer, first, committable.tag, committable.probe_partition, None)
         self._produce_all(producer, rest)
         producer.commit_transaction(_TIMEOUT_S)
@@ -267,9 +279,9 @@ class KafkaTransactionalSink(KafkaSinkBase, TwoPhaseCommitSink[_Txn, KafkaCommit
         # checkpoint. The other fenced producers are let go.
         self._idle[ids[0]], self._idle[ids[1]] = producers[0], producers[1]
 
-    def _produce_all(self, producer: Producer, records: list[Record]) -> None:
+    def _produce_all(self, producer: Producer, rows: Iterable[Record]) -> None:
         produce, poll, topic = producer.produce, producer.poll, self.topic
-        for key, value, stamp in records:
+        for key, value, stamp in rows:
             while True:
                 try:
                     produce(topic, value, key, timestamp=stamp or 0)
