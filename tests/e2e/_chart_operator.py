@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 
@@ -69,19 +70,23 @@ class ChartOperator:
         if installed.returncode != 0:
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as values:
                 yaml.safe_dump(self.values(), values)
-            self.kube.helm(
-                "install",
-                self.release,
-                str(CHART),
-                "--namespace",
-                self.namespace,
-                "--create-namespace",
-                "--values",
-                values.name,
-                "--wait",
-                f"--timeout={int(timeout)}s",
-                timeout=timeout + 30,
-            )
+            try:
+                self.kube.helm(
+                    "install",
+                    self.release,
+                    str(CHART),
+                    "--namespace",
+                    self.namespace,
+                    "--create-namespace",
+                    "--values",
+                    values.name,
+                    "--wait",
+                    f"--timeout={int(timeout)}s",
+                    timeout=timeout + 30,
+                )
+            finally:
+                # It holds the test storage's credentials; every e2e run left one in $TMPDIR.
+                Path(values.name).unlink(missing_ok=True)
         else:
             self.kube.kubectl("scale", "deployment", "--all", "--replicas=1", namespace=self.namespace)
         self.kube.kubectl(

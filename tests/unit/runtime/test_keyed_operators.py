@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,9 @@ def share_for(snapshot: OperatorSnapshot, subtask: int, parallelism: int) -> Res
     mine = key_group_range(subtask, 128, parallelism)
     share = RestoredState(keyed={g: data for g, data in snapshot.keyed.items() if g in mine})
     if snapshot.deferred is not None:
-        location = Path(tempfile.mkdtemp(prefix="sluice-keyed-")).as_uri()
+        directory = tempfile.mkdtemp(prefix="sluice-keyed-")
+        _directories.append(directory)
+        location = Path(directory).as_uri()
         write = snapshot.deferred.plan(1, savepoint=True)
         _written[id(snapshot)] = (location, write.write(location, "op-0").chain)
         write.release()
@@ -42,6 +45,17 @@ def share_for(snapshot: OperatorSnapshot, subtask: int, parallelism: int) -> Res
 
 
 _written: dict[int, tuple[str, list[KeyedFile]]] = {}
+_directories: list[str] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _remove_written_state() -> Iterator[None]:
+    """The files `share_for` wrote go with this module's tests: every run left two directories in $TMPDIR."""
+    yield
+    _written.clear()
+    for directory in _directories:
+        shutil.rmtree(directory, ignore_errors=True)
+    _directories.clear()
 
 
 # -- rolling reduce -----------------------------------------------------------------------------------
