@@ -121,10 +121,20 @@ class Compaction:
         )
         thread.start()
 
-    def cancel(self) -> None:
+    def cancel(self, wait_s: float = 0.0) -> None:
+        """Stops the compaction: its process is killed at once and what it wrote is deleted. With
+        `wait_s`, waits up to that long for both, so that nothing of it outlives its operator's close
+        (a compaction process left running wrote its file into the job's storage after the job ended)."""
         self._cancelled = True
         if not self.started:
             self._done.set()
+            return
+        child = self.child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(OSError):  # it ended meanwhile
+                child.kill()
+        if wait_s > 0:
+            self._done.wait(wait_s)
 
     def _run(self, location: str, stem: str) -> None:
         name = self.file_name(stem)
@@ -158,22 +168,21 @@ class Compaction:
         chain = [{"uri": uri, "sha256": digest} for uri, digest in inputs]
         request: bytes | None = json.dumps({"inputs": chain, "output": output}).encode()
         try:
-            while True:
+            while not self._cancelled:  # cancel() may have come before `child` was set: kill it here
                 try:
                     # Called again after a timeout, communicate() goes on where it was.
                     answer, problem = child.communicate(request, timeout=_POLL_S)
                     break
                 except subprocess.TimeoutExpired:
                     request = None
-                    if self._cancelled:
-                        child.kill()
-                        child.wait()
-                        _remove(output)
-                        return None
         finally:
             if child.poll() is None:
                 child.kill()
                 child.wait()
+        if self._cancelled:
+            # Killed by cancel(), or finished as it came: either way no checkpoint will adopt it.
+            _remove(output)
+            return None
         if child.returncode != 0:
             _remove(output)
             last = problem.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]

@@ -57,6 +57,8 @@ from sluice_contract.checkpoints import shared_location
 MAX_DELTAS = 16
 MAX_CHAIN = 4 * MAX_DELTAS
 """A chain this long (compaction not keeping up) is cut by a full snapshot inside the checkpoint."""
+_CLOSE_WAIT_S = 10.0
+"""How long closing waits for a compaction it stops: a kill, then deleting its file from storage."""
 
 
 @dataclass
@@ -165,9 +167,10 @@ class ChangeLog:
         job.cancel()
 
     def close(self) -> None:
-        """The operator closes: a compaction under way stops and deletes what it wrote."""
+        """The operator closes: a compaction under way stops and deletes what it wrote before this
+        returns, so that nothing writes into the job's storage once its task has ended."""
         if self.compaction is not None:
-            self.compaction.cancel()
+            self.compaction.cancel(wait_s=_CLOSE_WAIT_S)
             self.compaction = None
 
 
