@@ -45,6 +45,8 @@ from sluice_contract.checkpoints import shared_location
 
 log = logging.getLogger(__name__)
 _POLL_S = 0.2
+PARENT_VARIABLE = "SLUICE_COMPACTOR_PARENT"
+"""The TaskManager's pid, in the compaction process's environment: it exits if that is gone."""
 
 
 class Cancelled(Exception):
@@ -196,6 +198,7 @@ def _child_environment() -> dict[str, str]:
     """The TaskManager's environment, with the directory sluice was imported from on the path (it may
     have come from a zip Spark shipped, not from an installed package)."""
     env = dict(os.environ)
+    env[PARENT_VARIABLE] = str(os.getpid())
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above sluice/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return env
