@@ -1,7 +1,7 @@
 """TaskManagers as one Spark barrier stage: one long-running task per TaskManager, one stage per attempt.
 
 The coordinator stays in this process, the Spark driver. For every attempt the host submits, from a
-background thread, `parallelize(range(n), n).barrier().mapPartitions(...)` under a job group of its
+background thread, `parallelize([], n).barrier().mapPartitions(...)` under a job group of its
 own; each task runs a TaskManager that registers with the coordinator at the address carried in the
 task's closure. Barrier mode gang-schedules the tasks (all start together or none) and fails the whole
 stage when one fails; the Spark settings in `_settings.py` keep Spark from retrying anything, so the
@@ -117,7 +117,9 @@ class SparkHost:
                 failure = "stopped before the stage was submitted"
             else:
                 body, launch_file = self._task_body(launch, attempt)
-                rdd = self.context.parallelize(range(stage.count), stage.count)
+                # n empty partitions: not `range(n)`, whose partitions PySpark reads to their end before
+                # calling `body`, waiting for the JVM to send them (38 ms of a first stage's start).
+                rdd = self.context.parallelize([], stage.count)
                 rdd.barrier().mapPartitions(body).collect()
         except Exception as err:
             failure = describe_failure(err)

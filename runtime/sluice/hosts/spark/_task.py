@@ -27,35 +27,35 @@ def taskmanager_bind_host(default: str) -> str:
     return os.environ.get(POD_IP_ENV) or default
 
 
-def run_barrier_task(launch_json: str, default_bind_host: str, _partition: Iterable[int]) -> Iterator[int]:
+def run_barrier_task(launch_json: str, default_bind_host: str, partition: Iterable[object]) -> Iterator[int]:
     """The body of one barrier task: TaskManager number `partitionId()` until the coordinator ends it.
 
     The launch settings travel in the closure (executors elsewhere with no Spark secret file to seal
     them with, over Spark's authenticated channel)."""
     from sluice.transport.secret import TaskManagerLaunch
 
-    return _run(TaskManagerLaunch.decode(launch_json), default_bind_host)
+    return _run(TaskManagerLaunch.decode(launch_json), default_bind_host, partition)
 
 
 def run_barrier_task_from_file(
-    launch_file: str, default_bind_host: str, _partition: Iterable[int]
+    launch_file: str, default_bind_host: str, partition: Iterable[object]
 ) -> Iterator[int]:
     """`run_barrier_task` with the launch settings in a private file of this machine (`local[N]`)."""
     from sluice.hosts.spark._launch_file import read_launch_file
 
-    return _run(read_launch_file(launch_file), default_bind_host)
+    return _run(read_launch_file(launch_file), default_bind_host, partition)
 
 
 def run_barrier_task_sealed(
-    secret_file: str, sealed: bytes, default_bind_host: str, _partition: Iterable[int]
+    secret_file: str, sealed: bytes, default_bind_host: str, partition: Iterable[object]
 ) -> Iterator[int]:
     """`run_barrier_task` with the launch settings sealed under the Spark secret file (Kubernetes)."""
     from sluice.hosts.spark._sealed_launch import unseal
 
-    return _run(unseal(sealed, secret_file), default_bind_host)
+    return _run(unseal(sealed, secret_file), default_bind_host, partition)
 
 
-def _run(launch: TaskManagerLaunch, default_bind_host: str) -> Iterator[int]:
+def _run(launch: TaskManagerLaunch, default_bind_host: str, partition: Iterable[object]) -> Iterator[int]:
     from pyspark import BarrierTaskContext
 
     from sluice.engine._collector import tune_for_records
@@ -77,4 +77,9 @@ def _run(launch: TaskManagerLaunch, default_bind_host: str) -> Iterator[int]:
             f"TaskManager {index} (pid {os.getpid()}) lost its connection to the coordinator at "
             f"{coordinator} (exit code {code})"
         )
+    # The partition is empty, and the TaskManager started without waiting for the JVM to send it.
+    # Read to its end now, as PySpark expects of a task that succeeded: the worker's protocol with
+    # the JVM goes on after it.
+    for _ in partition:
+        pass
     yield code
