@@ -115,7 +115,8 @@ def test_a_compaction_stops_when_its_operator_closes_and_leaves_no_file(
     task.log.close()
     # Already when close() returns: a compaction left to end later wrote into the job's storage after
     # its task, and its job, had ended.
-    assert job.finished and job.result is None and running(task) is None
+    assert job.wait(0), "close() returned before the compaction had ended"
+    assert job.result is None and running(task) is None
     assert job.child.returncode is not None and job.child.returncode < 0
     assert not output.exists()
 
