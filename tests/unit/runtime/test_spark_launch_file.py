@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import cloudpickle
@@ -108,3 +110,43 @@ def test_a_launch_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
     (tmp_path / "link.json").symlink_to(real)
     with pytest.raises(LaunchSettingsError, match="is not a plain file"):
         read_launch_file(str(tmp_path / "link.json"))
+
+
+def _ended_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    return int(done.stdout)
+
+
+def test_a_launch_directory_whose_driver_was_killed_is_removed_by_the_next_host(tmp_path: Path) -> None:
+    # A driver killed outright left its directory, and the job secret in it (seen after chaos runs that
+    # SIGKILL coordinators).
+    dead = tmp_path / f"sluice-launch-{_ended_pid()}-abcd1234"
+    dead.mkdir(mode=0o700)
+    (dead / "attempt-0-0000.json").write_text(launch().encode())
+    alive = tmp_path / f"sluice-launch-{os.getpid()}-efgh5678"
+    alive.mkdir(mode=0o700)
+    older = tmp_path / "sluice-launch-05suws8w"  # an earlier version's name: no pid to judge by
+    older.mkdir(mode=0o700)
+    # Not directories of ours: a link to a directory elsewhere, and a file that only looks like one.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("kept")
+    link = tmp_path / f"sluice-launch-{_ended_pid()}-link0000"
+    link.symlink_to(elsewhere)
+    lookalike = tmp_path / f"sluice-launch-{_ended_pid()}-file0000"
+    lookalike.write_text("kept")
+
+    settings = launch()
+    files = LaunchFiles(tmp_path)  # kept: its directory goes when it does
+    written = files.write(0, settings)
+
+    assert not dead.exists()
+    assert alive.is_dir() and older.is_dir()
+    assert link.is_symlink() and (elsewhere / "keep").read_text() == "kept"
+    assert lookalike.read_text() == "kept"
+    # The new directory is named after this process, so that a later host can judge it the same way.
+    assert Path(written).parent.name.startswith(f"sluice-launch-{os.getpid()}-")
+    assert read_launch_file(written) == settings

@@ -6,6 +6,10 @@ the driver's block store. So the closure carries no secret, only the path of a f
 launch settings (the job secret, and with `--internal-tls` the CA's key). On `local[N]` the Python
 workers are processes of this user on this machine: they read the file; other users cannot (a 0700
 directory made by `mkdtemp` with a random name, a 0600 file made with O_EXCL, neither following a link).
+
+A driver killed outright (SIGKILL, the machine's OOM killer) cannot remove its directory, and the file
+in it keeps the job secret. So each directory's name carries its driver's pid, and a host that makes
+one first removes this user's directories whose driver has gone.
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ from pathlib import Path
 from sluice.transport.secret import LaunchSettingsError, TaskManagerLaunch
 
 _PRIVATE_FILE = 0o600
+_PREFIX = "sluice-launch-"
 
 
 class LaunchFiles:
     """One private directory per host, made when first needed; a launch file per stage submitted."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent: Path | None = None) -> None:
+        self._parent = parent
         self._directory: Path | None = None
 
     def write(self, attempt: int, launch: TaskManagerLaunch) -> str:
         """A new 0600 file with `launch`; whoever submitted the stage removes it when the stage ends."""
         if self._directory is None:
-            self._directory = Path(tempfile.mkdtemp(prefix="sluice-launch-"))
+            parent = self._parent or Path(tempfile.gettempdir())
+            remove_orphaned(parent)
+            self._directory = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
             # Removed with the host, or at the latest when the interpreter exits.
             weakref.finalize(self, shutil.rmtree, self._directory, ignore_errors=True)
         # A name of its own: a stage of an earlier attempt may still be winding down.
@@ -41,6 +49,35 @@ class LaunchFiles:
         with os.fdopen(fd, "w") as handle:
             handle.write(launch.encode())
         return str(path)
+
+
+def remove_orphaned(parent: Path) -> int:
+    """Removes this user's launch directories in `parent` whose driver process has ended; returns how
+    many. A name that is not one of ours, a link, or another user's directory is left alone."""
+    removed = 0
+    for entry in parent.glob(f"{_PREFIX}*-*"):
+        pid = entry.name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit():
+            continue  # an older version's random name: its driver cannot be told
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or _running(int(pid)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process has that pid now: not ours to judge
+    return True
 
 
 def read_launch_file(path: str) -> TaskManagerLaunch:
