@@ -18,6 +18,7 @@ each get their own, and a stranger who makes one in advance only gets a refusal,
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -117,3 +118,38 @@ def _kind(parent: int, name: str) -> str:
     if stat.S_ISLNK(info.st_mode):
         return "a symbolic link"
     return "a file" if stat.S_ISREG(info.st_mode) else "not a directory"
+
+
+def remove_orphaned(root: str | Path, prefix: str) -> int:
+    """Removes the directories `root/<prefix><pid>-...` of this user whose process `pid` has ended (one
+    killed outright cannot remove its own); returns how many. `root` may be the shared $TMPDIR: a link,
+    another user's directory, or a name without a pid is left alone, and so is a pid that runs (reused
+    or not)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    removed = 0
+    for name in names:
+        pid, dash, _ = name[len(prefix) :].partition("-")
+        if not (name.startswith(prefix) and dash and pid.isdigit()) or _running(int(pid)):
+            continue
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
+            shutil.rmtree(path, ignore_errors=True)  # removes through descriptors: no link is followed
+            removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True

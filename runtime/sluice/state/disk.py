@@ -29,13 +29,13 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import lmdb
 
+from sluice._private_dirs import remove_orphaned
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import FrozenTable, legacy_kind
 from sluice.state.primitives import MISSING, TableListState, TableMapState, TableValueState
@@ -64,39 +64,6 @@ def encode_key(key: Any) -> bytes:
 _PREFIX = "sluice-state-"
 
 
-def _remove_orphans(root: str) -> None:
-    """Removes the stores of TaskManagers that are gone (killed before closing theirs)."""
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return
-    for name in names:
-        if not name.startswith(_PREFIX):
-            continue
-        pid = name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and _own_directory(os.path.join(root, name)):
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-
-
-def _own_directory(path: str) -> bool:
-    # The root may be the shared $TMPDIR: a look-alike name another user made there is not ours to remove.
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
-
-
 class Store:
     """The LMDB environment of one backend and its current write transaction."""
 
@@ -104,7 +71,8 @@ class Store:
         root = os.environ.get("SLUICE_STATE_DIR") or None
         if root is not None:
             os.makedirs(root, mode=0o700, exist_ok=True)
-        _remove_orphans(root or tempfile.gettempdir())
+        # Stores of TaskManagers killed before closing theirs.
+        remove_orphaned(root or tempfile.gettempdir(), _PREFIX)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in owner)[:60]
         self.path = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=root)
         self.env = lmdb.open(

@@ -22,6 +22,7 @@ import uuid
 import weakref
 from pathlib import Path
 
+from sluice._private_dirs import remove_orphaned
 from sluice.transport.secret import LaunchSettingsError, TaskManagerLaunch
 
 _PRIVATE_FILE = 0o600
@@ -39,7 +40,7 @@ class LaunchFiles:
         """A new 0600 file with `launch`; whoever submitted the stage removes it when the stage ends."""
         if self._directory is None:
             parent = self._parent or Path(tempfile.gettempdir())
-            remove_orphaned(parent)
+            remove_orphaned(parent, _PREFIX)
             self._directory = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
             # Removed with the host, or at the latest when the interpreter exits.
             weakref.finalize(self, shutil.rmtree, self._directory, ignore_errors=True)
@@ -49,35 +50,6 @@ class LaunchFiles:
         with os.fdopen(fd, "w") as handle:
             handle.write(launch.encode())
         return str(path)
-
-
-def remove_orphaned(parent: Path) -> int:
-    """Removes this user's launch directories in `parent` whose driver process has ended; returns how
-    many. A name that is not one of ours, a link, or another user's directory is left alone."""
-    removed = 0
-    for entry in parent.glob(f"{_PREFIX}*-*"):
-        pid = entry.name[len(_PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit():
-            continue  # an older version's random name: its driver cannot be told
-        try:
-            info = entry.lstat()
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or _running(int(pid)):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed += 1
-    return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process has that pid now: not ours to judge
-    return True
 
 
 def read_launch_file(path: str) -> TaskManagerLaunch:
