@@ -121,6 +121,10 @@ class JobMaster:
         """Set when the job stopped because its state could not be restored (it is SUSPENDED then)."""
         self.on_restore: Callable[[RestoredFrom], None] | None = None
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
+        # Set when something a trigger rule reads has changed (a task reached its end or finished, a
+        # checkpoint settled): the next tick runs at once instead of up to TICK_S later, so a bounded
+        # job's final checkpoint starts as its last task reaches end of data.
+        self._progressed = asyncio.Event()
         self._failures = FailureLog()
         self.exceptions = self._failures.history
         self._failing: str | None = None
@@ -354,14 +358,17 @@ class JobMaster:
     async def _drive(self, lost: asyncio.Future[str]) -> NoReturn:
         while True:
             event: asyncio.Future[Any] = asyncio.ensure_future(self._events.get())
-            waiting: set[asyncio.Future[Any]] = {event, lost}
+            progressed = asyncio.ensure_future(self._progressed.wait())
+            waiting: set[asyncio.Future[Any]] = {event, lost, progressed}
             done, _ = await asyncio.wait(waiting, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
+            progressed.cancel()
             if lost in done:
                 event.cancel()
                 raise AttemptEnded(AttemptFailed(lost.result()))
             if event in done:
                 raise AttemptEnded(event.result())
             event.cancel()
+            self._progressed.clear()
             self.checkpoints.check_timeouts()
             progress = self._tasks.progress(bool(self.checkpoints.pending), self.checkpoints.last_completion)
             self.finishing.tick(time.monotonic(), progress)
@@ -372,6 +379,7 @@ class JobMaster:
         """Raises CheckpointDeclined; else the future of the `_metadata` (`finishing.Trigger`)."""
         pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
         assert pending.done is not None
+        pending.done.add_done_callback(lambda _: self._progressed.set())
         return pending.done
 
     async def _end_attempt(self, event: AttemptEvent, ends_for_good: bool = False) -> None:
@@ -441,7 +449,9 @@ class JobMaster:
             # The store failed under a TaskManager's restore: as when the coordinator cannot read the
             # checkpoint, restarts retry it and, once they are used up, the job suspends.
             self._fail_attempt(reason, RestoreFailed(reason) if message.storage else None)
-        elif state == SubtaskState.FINISHED:
+        elif state in (SubtaskState.END_OF_DATA, SubtaskState.FINISHED):
+            self._progressed.set()
+        if state == SubtaskState.FINISHED:
             self.checkpoints.on_task_finished(subtask, drained=self._tasks.drained(subtask))
             if self._tasks.all(SubtaskState.FINISHED):
                 self._events.put_nowait(TasksFinished())
