@@ -148,6 +148,10 @@ class BenchJob:
         self.url: str | None = None
         self.token: str | None = None
         self.lines: list[str] = []
+        self.last_line_at = self.started
+        """`time.monotonic()` when the last line of its stderr (its verdict, once it has ended) came."""
+        self.exited_at = self.started
+        """`time.monotonic()` when `wait` saw it exit."""
         self.peaks: dict[int, int] = {}
         self.tree_peaks: dict[int, int] = {}
         self.cpu: dict[int, float] = {}
@@ -158,6 +162,7 @@ class BenchJob:
     def _read(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
+            self.last_line_at = time.monotonic()
             self.lines.append(line)
             match = _REST.search(line)
             if match:
@@ -205,7 +210,8 @@ class BenchJob:
     def wait(self, timeout: float = 600) -> float:
         """Waits for the exit; returns seconds since start. Raises with stderr when the job failed."""
         code = self.process.wait(timeout)
-        elapsed = time.monotonic() - self.started
+        self.exited_at = time.monotonic()
+        elapsed = self.exited_at - self.started
         if code != 0:
             raise RuntimeError(f"sluice run exited {code}:\n" + "".join(self.lines[-30:]))
         return elapsed

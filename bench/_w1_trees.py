@@ -68,7 +68,7 @@ def run_w1(
 
     With `first_record`, W1's source is wrapped by `_spark_host.py`'s probe, and the run also reports
     `first_record_s`, from the start of the `sluice run` process to the first batch a source read, and
-    `wall_s`, to its exit."""
+    `wall_s`, to its exit, and `exit_s`, from its last line (the job's verdict) to its exit."""
     if "spark" in extra:
         with TreeCpu() as sampled:
             figures = _run_w1(n, work, label, tree, *extra, first_record=first_record)
@@ -109,7 +109,9 @@ def _run_w1(
     if first_record:
         first = first_record_time(run / "probe")
         assert first is not None, "the probe saw no record"
-        figures.update(first_record_s=first - job.started_at, wall_s=wall_s)
+        figures.update(
+            first_record_s=first - job.started_at, wall_s=wall_s, exit_s=job.exited_at - job.last_line_at
+        )
     return figures
 
 

@@ -9,7 +9,7 @@ unless `--host spark`) on two commits, each from a temporary git worktree, inter
 the CPU seconds of the TaskManagers (sampled while they run); the CPU seconds of the whole run
 (coordinator, TaskManagers and their compaction processes, and on the Spark host its JVMs and PySpark's
 worker daemon); the seconds from the start of `sluice run` to the first record a source read, and to its
-exit; each with its ratio to the baseline.
+exit; the seconds from its last line (the job's verdict) to its exit; each with its ratio to the baseline.
 
 On a machine shared with other work the events/s of two runs of one commit can differ by a factor of
 two; CPU seconds move much less with the load, so they are the figure to judge a change by there.
@@ -29,6 +29,7 @@ FIGURES = (
     ("tree_cpu_s", "whole run CPU s"),
     ("first_record_s", "s to first record"),
     ("wall_s", "wall s"),
+    ("exit_s", "s from its last line to exit"),
 )
 
 
@@ -62,13 +63,13 @@ def main() -> None:
         "\ns to first record: from the start of the `sluice run` process to the first batch a source read "
         "(start-up included: interpreter, Spark's JVM on the Spark host, TaskManagers)."
     )
-    print("\nEach run (events/s, TaskManager CPU s, whole run CPU s, s to first record, wall s):")
+    print("\nEach run (events/s, TaskManager CPU s, whole run CPU s, s to first record, wall s, s to exit):")
     for variant, samples in runs.items():
         print(
             f"- {variant}: "
             + ", ".join(
                 f"{r['events_per_s']:,.0f} ({r['cpu_s']:.2f}, {r['tree_cpu_s']:.2f}, "
-                f"{r['first_record_s']:.2f}, {r['wall_s']:.2f})"
+                f"{r['first_record_s']:.2f}, {r['wall_s']:.2f}, {r['exit_s']:.3f})"
                 for r in samples
             )
         )
