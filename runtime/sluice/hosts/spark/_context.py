@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 from sluice.hosts.base import HostUnavailable
 from sluice.hosts.spark._class_data import java_options
 from sluice.hosts.spark._errors import SparkSetupError
+from sluice.hosts.spark._gateway import launch_driver
 from sluice.hosts.spark._settings import is_local
 from sluice.hosts.spark._zygote import Zygote, start_zygote
 
@@ -82,7 +81,6 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
     there) go to the log file as well, so that the terminal keeps only the job's progress.
     """
     from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
 
     if SparkContext._active_spark_context is not None:
         raise SparkSetupError(
@@ -118,10 +116,7 @@ def start_spark(settings: dict[str, str], log: SparkLog) -> Any:
             zygote = start_zygote(output) if is_local(settings["spark.master"]) else None
             _zygotes.extend([zygote] if zygote is not None else [])
             try:
-                with _environment(zygote.environ if zygote is not None else {}):
-                    gateway = launch_gateway(  # type: ignore[no-untyped-call]
-                        conf, popen_kwargs={"stdout": output, "stderr": output}
-                    )
+                gateway = launch_driver(conf, output, zygote.environ if zygote is not None else {})
             except Exception as err:
                 if zygote is not None:
                     _zygotes.remove(zygote)
@@ -157,21 +152,6 @@ def stop_spark(context: Any) -> None:
             threading.Thread(
                 target=server.shutdown, name="sluice-accumulator-server-stop", daemon=True
             ).start()
-
-
-@contextlib.contextmanager
-def _environment(extra: dict[str, str]) -> Iterator[None]:
-    """`extra` in os.environ while the JVM is launched (it copies the environment), and then not."""
-    saved = {key: os.environ.get(key) for key in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 # Java exceptions (by class name, anywhere in the cause chain) that say a service did not answer, not
