@@ -353,7 +353,9 @@ def main(argv: list[str] | None = None) -> None:
         # The interpreter's teardown walks every object the collector tracks, several times over, to
         # find cycles among objects it frees anyway: about 0.1 s after each job on the Spark host
         # (PySpark, py4j and the job's own objects), between the job's last line and the prompt.
-        # Frozen objects are left to the process's end, which frees them all at once.
+        # Frozen, they are left to the process's exit. What is left in a cycle then is not finalized,
+        # so nothing may count on that: the job's outputs are committed, its files closed and the
+        # logs flushed (logging's own exit handler) before this line or without the collector.
         gc.freeze()
         sys.exit(code)
     try:

@@ -99,6 +99,7 @@ _MAY_STOP = frozenset(
     {Phase.RUNNING, Phase.FINAL_CHECKPOINT_DUE, Phase.FINAL_CHECKPOINT_PENDING, Phase.CLOSING}
 )
 _PERIODIC = frozenset({Phase.RUNNING, Phase.CLOSING})
+_HELD_BY_PENDING = frozenset({Phase.FINAL_CHECKPOINT_DUE, Phase.DRAINING, Phase.SUSPENDING})
 
 LEGAL: dict[str, frozenset[Phase]] = {
     "attempt_started": frozenset({Phase.IDLE}),
@@ -155,6 +156,12 @@ class Finishing:
     def stopping(self) -> bool:
         """A stop-with-savepoint is under way (or its failure is ending the attempt)."""
         return self.phase in STOPPING
+
+    @property
+    def held_by_pending(self) -> bool:
+        """The next step (the final checkpoint, or the stop's savepoint once every task has ended)
+        waits only for the pending checkpoint to settle."""
+        return self.phase in _HELD_BY_PENDING
 
     def _enter(self, event: str, to: Phase) -> None:
         if self.phase not in LEGAL[event]:

@@ -122,8 +122,8 @@ class JobMaster:
         self.on_restore: Callable[[RestoredFrom], None] | None = None
         self._events: asyncio.Queue[AttemptEvent] = asyncio.Queue()
         # Set when something a trigger rule reads has changed (a task reached its end or finished, a
-        # checkpoint settled): the next tick runs at once instead of up to TICK_S later, so a bounded
-        # job's final checkpoint starts as its last task reaches end of data.
+        # checkpoint that held back the next step completed): the next tick runs at once instead of up
+        # to TICK_S later, so a bounded job's final checkpoint starts as its last task reaches end of data.
         self._progressed = asyncio.Event()
         self._failures = FailureLog()
         self.exceptions = self._failures.history
@@ -278,6 +278,7 @@ class JobMaster:
         self.state = JobState.CREATED if self.attempt == 0 else JobState.RESTARTING
         self._attempt_token = uuid.uuid4().hex[:12]
         self._events = asyncio.Queue()
+        self._progressed.clear()
         if self._end_request is not None:
             # Cancel or suspend asked for before this attempt's queue existed (at start-up, or between
             # a restart's delay and here): the new queue must not lose it.
@@ -360,14 +361,16 @@ class JobMaster:
             event: asyncio.Future[Any] = asyncio.ensure_future(self._events.get())
             progressed = asyncio.ensure_future(self._progressed.wait())
             waiting: set[asyncio.Future[Any]] = {event, lost, progressed}
-            done, _ = await asyncio.wait(waiting, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
-            progressed.cancel()
+            try:
+                done, _ = await asyncio.wait(waiting, timeout=TICK_S, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                progressed.cancel()
+                if not event.done():
+                    event.cancel()
             if lost in done:
-                event.cancel()
                 raise AttemptEnded(AttemptFailed(lost.result()))
             if event in done:
                 raise AttemptEnded(event.result())
-            event.cancel()
             self._progressed.clear()
             self.checkpoints.check_timeouts()
             progress = self._tasks.progress(bool(self.checkpoints.pending), self.checkpoints.last_completion)
@@ -379,8 +382,15 @@ class JobMaster:
         """Raises CheckpointDeclined; else the future of the `_metadata` (`finishing.Trigger`)."""
         pending = self.checkpoints.trigger(kind, target_dir, stop_mode)
         assert pending.done is not None
-        pending.done.add_done_callback(lambda _: self._progressed.set())
+        pending.done.add_done_callback(self._checkpoint_settled)
         return pending.done
+
+    def _checkpoint_settled(self, done: asyncio.Future[CheckpointMetadata]) -> None:
+        # A completed checkpoint may be all that held back the final checkpoint or the stop's savepoint:
+        # that step is taken at once. A failed one is tried again at the tick, as before: a store that
+        # fails at once must not be asked again and again in a loop.
+        if not done.cancelled() and done.exception() is None and self.finishing.held_by_pending:
+            self._progressed.set()
 
     async def _end_attempt(self, event: AttemptEvent, ends_for_good: bool = False) -> None:
         graceful = isinstance(event, TasksFinished)

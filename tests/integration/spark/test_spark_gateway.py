@@ -20,6 +20,15 @@ def test_the_driver_jvm_is_held_and_its_gateway_settings_are_in_no_environment(s
     assert process is not None and process.poll() is None, "the JVM this process launched is running"
     assert process.pid in _children(os.getpid())
     assert spark_context.parallelize([1, 2, 3], 1).sum() == 6, "and PySpark talks to it"
+    # Launched by Sluice (hosts/spark/_gateway.py), which named the connection file after this process.
+    environ = dict(
+        entry.split("=", 1)
+        for entry in Path(f"/proc/{process.pid}/environ").read_text().split("\0")
+        if "=" in entry
+    )
+    info = Path(environ["_PYSPARK_DRIVER_CONN_INFO_PATH"])
+    assert info.parent.name.startswith(f"sluice-gateway-{os.getpid()}-"), info
+    assert "PYSPARK_GATEWAY_SECRET" not in environ
     assert "PYSPARK_GATEWAY_PORT" not in os.environ
     assert "PYSPARK_GATEWAY_SECRET" not in os.environ
     # The directory the JVM wrote its secret in is gone once read.

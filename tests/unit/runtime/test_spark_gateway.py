@@ -52,7 +52,7 @@ def test_a_jvm_that_ends_before_its_gateway_starts_is_reported_with_its_exit_cod
         _await_connection_info(process, str(tmp_path / "never-written"))
 
 
-def test_the_file_is_read_as_soon_as_it_is_renamed_into_place(tmp_path: Path) -> None:
+def test_the_file_is_read_once_it_is_renamed_into_place(tmp_path: Path) -> None:
     """As Spark's gateway server does it: written under another name, then renamed."""
     path = tmp_path / "connection-info"
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -91,3 +91,31 @@ def test_a_driver_jvm_that_cannot_start_is_a_setup_error_that_names_the_log(
     assert f"its output is in {log.path}" in message
     assert "no-java-here" in log.path.read_text(), "what spark-submit said is in the log"
     assert not list(Path(tempfile.gettempdir()).glob(f"sluice-gateway-{os.getpid()}-*"))
+
+
+def test_a_driver_started_by_spark_submit_connects_to_its_jvm_and_starts_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """spark-submit's Python runner sets PYSPARK_GATEWAY_PORT and _SECRET for the JVM it started; PySpark
+    connects to that one, and so does Sluice."""
+    import pyspark.java_gateway
+
+    from sluice.hosts.spark import _gateway as gateway
+
+    connected: list[object] = []
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40123")
+    monkeypatch.setenv("PYSPARK_GATEWAY_SECRET", "spark-submit's")
+
+    def connect(conf: object) -> str:
+        connected.append(conf)
+        return "gw"
+
+    monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", connect)
+    monkeypatch.setattr(subprocess, "Popen", _no_process)
+    conf = object()
+    assert gateway.launch_driver(conf, sys.stderr.buffer, {}) == "gw"
+    assert connected == [conf]
+
+
+def _no_process(*args: object, **kwargs: object) -> None:
+    raise AssertionError("a JVM was started beside spark-submit's")

@@ -7,7 +7,8 @@ way to the first record. This module starts the JVM as PySpark does (the same co
 standard input, SIGINT ignored) and looks every 5 ms. PySpark then connects to that gateway through
 the variables it reads for a gateway that is already running (PYSPARK_GATEWAY_PORT and
 PYSPARK_GATEWAY_SECRET, which spark-submit's own Python runner sets), set in this process's environment
-for that one call only.
+for that one call only. (A driver started by spark-submit, where those variables are set already,
+connects to spark-submit's JVM, as PySpark's own launch does.)
 
 The JVM ends when its standard input, this process's pipe, reaches end of file: when the driver ends,
 however it ends.
@@ -44,6 +45,9 @@ def launch_driver(conf: Any, output: IO[bytes], environ: dict[str, str]) -> Any:
     from pyspark.find_spark_home import _find_spark_home
     from pyspark.java_gateway import launch_gateway
 
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # Started by spark-submit's Python runner: its JVM is the driver, and PySpark connects to it.
+        return launch_gateway(conf)  # type: ignore[no-untyped-call]
     command = [os.path.join(_find_spark_home(), "bin", "spark-submit")]
     for key, value in conf.getAll():
         command += ["--conf", f"{key}={value}"]
@@ -77,8 +81,7 @@ def launch_driver(conf: Any, output: IO[bytes], environ: dict[str, str]) -> Any:
         try:
             port, secret = _await_connection_info(process, info)
         except BaseException:
-            process.kill()
-            process.wait()
+            _end(process)
             raise
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -86,11 +89,23 @@ def launch_driver(conf: Any, output: IO[bytes], environ: dict[str, str]) -> Any:
         with environment({"PYSPARK_GATEWAY_PORT": str(port), "PYSPARK_GATEWAY_SECRET": secret}):
             gateway = launch_gateway()  # type: ignore[no-untyped-call]
     except BaseException:
-        process.kill()
-        process.wait()
+        _end(process)
         raise
     gateway.proc = process
     return gateway
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Ends a JVM that will not be used: its input closed, it exits as a driver does (its log written
+    out); killed if it has not within 5 s."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _ignore_sigint() -> None:
