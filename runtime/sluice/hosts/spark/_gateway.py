@@ -81,7 +81,9 @@ def launch_driver(conf: Any, output: IO[bytes], environ: dict[str, str]) -> Any:
         try:
             port, secret = _await_connection_info(process, info)
         except BaseException:
-            _end(process)
+            # Its gateway is not up yet, and nothing in it reads its input: killed at once.
+            process.kill()
+            process.wait()
             raise
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -96,8 +98,8 @@ def launch_driver(conf: Any, output: IO[bytes], environ: dict[str, str]) -> Any:
 
 
 def _end(process: subprocess.Popen[bytes]) -> None:
-    """Ends a JVM that will not be used: its input closed, it exits as a driver does (its log written
-    out); killed if it has not within 5 s."""
+    """Ends a JVM whose gateway is up but will not be used: its input closed, it exits as a driver does
+    (its log written out); killed if it has not within 5 s."""
     if process.stdin is not None:
         with contextlib.suppress(OSError):
             process.stdin.close()
