@@ -120,6 +120,15 @@ def _kind(parent: int, name: str) -> str:
     return "a file" if stat.S_ISREG(info.st_mode) else "not a directory"
 
 
+def pid_directory(prefix: str, root: str | Path | None = None, tag: str = "") -> str:
+    """A new 0700 directory `root/<prefix><pid>-<tag>...` of this process (`root`: $TMPDIR), made after
+    removing this user's directories of that prefix whose process has ended. Its name is what
+    `remove_orphaned` reads: one this process leaves behind, killed, the next one removes."""
+    parent = str(root) if root is not None else tempfile.gettempdir()
+    remove_orphaned(parent, prefix)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-{tag}", dir=parent)
+
+
 def remove_orphaned(root: str | Path, prefix: str) -> int:
     """Removes the directories `root/<prefix><pid>-...` of this user whose process `pid` has ended (one
     killed outright cannot remove its own); returns how many. `root` may be the shared $TMPDIR: a link,

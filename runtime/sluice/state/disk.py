@@ -29,13 +29,12 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import lmdb
 
-from sluice._private_dirs import remove_orphaned
+from sluice._private_dirs import pid_directory
 from sluice.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from sluice.state.keyed import FrozenTable, legacy_kind
 from sluice.state.primitives import MISSING, TableListState, TableMapState, TableValueState
@@ -71,10 +70,9 @@ class Store:
         root = os.environ.get("SLUICE_STATE_DIR") or None
         if root is not None:
             os.makedirs(root, mode=0o700, exist_ok=True)
-        # Stores of TaskManagers killed before closing theirs.
-        remove_orphaned(root or tempfile.gettempdir(), _PREFIX)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in owner)[:60]
-        self.path = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=root)
+        # Stores of TaskManagers killed before closing theirs are removed first.
+        self.path = pid_directory(_PREFIX, root, tag=f"{safe}-")
         self.env = lmdb.open(
             self.path,
             map_size=_MAP_SIZE,

@@ -23,12 +23,11 @@ import shutil
 import signal
 import struct
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-from sluice._private_dirs import remove_orphaned
+from sluice._private_dirs import pid_directory
 
 _PREFIX = "sluice-gateway-"
 _POLL_S = 0.005
@@ -58,8 +57,7 @@ def launch_driver(conf: Any, output: IO[bytes], environ: dict[str, str]) -> Any:
     # 0700: the JVM writes its gateway's secret in it. Removed once read; a driver killed meanwhile
     # leaves it, with the secret of a gateway that ended too (the JVM ends with this process's pipe),
     # and the next driver removes it.
-    remove_orphaned(tempfile.gettempdir(), _PREFIX)
-    directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
+    directory = pid_directory(_PREFIX)
     try:
         info = os.path.join(directory, "connection-info")
         env = {

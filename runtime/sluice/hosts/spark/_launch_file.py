@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import tempfile
 import uuid
 import weakref
 from pathlib import Path
 
-from sluice._private_dirs import remove_orphaned
+from sluice._private_dirs import pid_directory
 from sluice.transport.secret import LaunchSettingsError, TaskManagerLaunch
 
 _PRIVATE_FILE = 0o600
@@ -39,9 +38,7 @@ class LaunchFiles:
     def write(self, attempt: int, launch: TaskManagerLaunch) -> str:
         """A new 0600 file with `launch`; whoever submitted the stage removes it when the stage ends."""
         if self._directory is None:
-            parent = self._parent or Path(tempfile.gettempdir())
-            remove_orphaned(parent, _PREFIX)
-            self._directory = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
+            self._directory = Path(pid_directory(_PREFIX, self._parent))
             # Removed with the host, or at the latest when the interpreter exits.
             weakref.finalize(self, shutil.rmtree, self._directory, ignore_errors=True)
         # A name of its own: a stage of an earlier attempt may still be winding down.
