@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -163,6 +164,40 @@ def test_stop_cancels_the_stage_and_leaves_nothing_running(spark_context: Any) -
     assert all(stage.numActiveTasks == 0 for stage in _group_stages(spark_context, host.job_group(3)))
     assert spark_context.statusTracker().getActiveJobsIds() == []
     assert took < 30, f"stop took {took:.1f}s"
+
+
+def test_stop_leaves_nothing_running_while_sparks_status_store_lags(spark_context: Any) -> None:
+    """Spark's status store, which stop() reads to see that no task of the stage is left, is written by a
+    listener on a thread of its own, and it does not count tasks as they start (a write at most every
+    100 ms): while both TaskManagers run it can say 0. With that thread held for a second as the stage is
+    cancelled, a stop() that read the store at once returned with both TaskManager processes running
+    (a full run of the suite caught it once; held, 3 of 3). stop() must wait for the store to take in
+    the stage's end first. The thread is held with Thread.suspend (Java 17, which the project pins),
+    and let go by a timer whatever happens."""
+    status_thread = "spark-listener-group-appStatus"
+
+    async def scenario(host: SparkHost) -> tuple[list[int], list[int]]:
+        coordinator = StandInCoordinator()
+        await host.start(2, await coordinator.start(), attempt=4)
+        pids = await coordinator.registered(2)
+        threads = spark_context._jvm.java.lang.Thread.getAllStackTraces().keySet().toArray()
+        (listener,) = [t for t in threads if t.getName() == status_thread]
+        listener.suspend()
+        resume = threading.Timer(1.0, listener.resume)
+        resume.start()
+        try:
+            await host.stop()
+            running_at_return = still_running(pids)
+        finally:
+            resume.join()
+            await coordinator.close()
+        return pids, running_at_return
+
+    host = SparkHost(spark_context)
+    pids, running_at_return = asyncio.run(scenario(host))
+    assert running_at_return == [], "stop() returned while TaskManager processes still ran"
+    assert still_running(pids) == []
+    assert spark_context.statusTracker().getActiveJobsIds() == []
 
 
 def test_stage_ending_while_the_job_runs_is_a_lost_taskmanager(spark_context: Any) -> None:
