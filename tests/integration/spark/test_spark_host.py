@@ -172,11 +172,15 @@ def test_stop_leaves_nothing_running_while_sparks_status_store_lags(spark_contex
     100 ms): while both TaskManagers run it can say 0. With that thread held for a second as the stage is
     cancelled, a stop() that read the store at once returned with both TaskManager processes running
     (a full run of the suite caught it once; held, 3 of 3). stop() must wait for the store to take in
-    the stage's end first. The thread is held with Thread.suspend (Java 17, which the project pins),
-    and let go by a timer whatever happens."""
+    the stage's end first. The thread is held with Thread.suspend and let go by a timer whatever
+    happens; Java 20 made suspend throw, so on a newer JDK than the Java 17 that
+    scripts/install-system-deps.sh and the Dockerfile install this test cannot hold it, and says so."""
     status_thread = "spark-listener-group-appStatus"
+    jdk = spark_context._jvm.java.lang.Runtime.version().feature()
+    if jdk >= 20:
+        pytest.skip(f"Java {jdk} has no Thread.suspend to hold Spark's listener thread with (Java 17 has)")
 
-    async def scenario(host: SparkHost) -> tuple[list[int], list[int]]:
+    async def scenario(host: SparkHost) -> list[int]:
         coordinator = StandInCoordinator()
         await host.start(2, await coordinator.start(), attempt=4)
         pids = await coordinator.registered(2)
@@ -191,13 +195,12 @@ def test_stop_leaves_nothing_running_while_sparks_status_store_lags(spark_contex
         finally:
             resume.join()
             await coordinator.close()
-        return pids, running_at_return
+        return running_at_return
 
     host = SparkHost(spark_context)
-    pids, running_at_return = asyncio.run(scenario(host))
+    running_at_return = asyncio.run(scenario(host))
     assert running_at_return == [], "stop() returned while TaskManager processes still ran"
-    assert still_running(pids) == []
-    assert spark_context.statusTracker().getActiveJobsIds() == []
+    assert all(stage.numActiveTasks == 0 for stage in _group_stages(spark_context, host.job_group(4)))
 
 
 def test_stage_ending_while_the_job_runs_is_a_lost_taskmanager(spark_context: Any) -> None:
