@@ -213,11 +213,12 @@ class SparkHost:
 
     def _wait_tasks_ended(self, group: str, deadline: float, stale_low: bool) -> int:
         tracker = self.context.statusTracker()
+        if stale_low:
+            # Counts read before the status store has taken in the stage's end can be 0 while killed
+            # tasks still wind down (_status_current says why). Once it has, the count is current and
+            # its fall to 0 is written: one drain is enough.
+            _status_current(self.context, deadline)
         while True:
-            if stale_low:
-                # Counts read before the status store has taken in the stage's end can be 0 while
-                # killed tasks still wind down (_status_current says why). Drained first, 0 means it.
-                _status_current(self.context, deadline)
             active = 0
             for job_id in tracker.getJobIdsForGroup(group):
                 job = tracker.getJobInfo(job_id)
